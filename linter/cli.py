@@ -1,0 +1,56 @@
+"""The ``gpuguard`` command: subcommands are registered here and implemented in their modules.
+
+Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``; they are
+imported lazily so ``gpuguard lint`` never pays for FastAPI or the Kubernetes client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "lint": ("linter.cmd_lint", "lint Kubernetes manifests for GPU problems"),
+    "rules": ("linter.cmd_rules", "list the rules, or show one rule's documentation"),
+    "explain-image": ("linter.cmd_explain_image", "show an image's CUDA version and which nodes can run it"),
+    "serve": ("webhook.cmd_serve", "run the validating/mutating admission webhook over TLS"),
+    "certs": ("certs.cmd_certs", "create a CA and serving certificate for the webhook"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpuguard",
+        description="Will this pod get a working GPU? GPU policy checks for Kubernetes.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module = importlib.import_module(module_name)
+        module.add_arguments(p)
+        p.set_defaults(_module=module_name)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on bad usage, 0 on --help
+        return int(exc.code or 0)
+    if not args.command:
+        parser.print_help(sys.stderr)
+        return 2
+    module = importlib.import_module(args._module)
+    try:
+        return int(module.run(args))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Safe YAML loading for config and cluster snapshot files (not for linted manifests).
+
+Uses ruamel.yaml's safe loader; aliases are counted so a "billion laughs" document fails fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+
+class InputError(Exception):
+    """An input that could not be read or parsed; carries file and line for the report."""
+
+    def __init__(self, file: str, line: int, message: str) -> None:
+        super().__init__(f"{file}:{line}: {message}")
+        self.file = file
+        self.line = line
+        self.message = message
+
+
+def load_all_plain(text: str, file: str) -> Iterator[Any]:
+    """Yield plain Python objects for each YAML document, raising InputError with a line."""
+    yaml = YAML(typ="safe", pure=False)
+    try:
+        yield from yaml.load_all(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        raise InputError(file, line, f"invalid YAML: {exc.problem or exc.context}") from None
+    except YAMLError as exc:
+        raise InputError(file, 1, f"invalid YAML: {exc}") from None
+    except RecursionError:
+        raise InputError(file, 1, "YAML nesting too deep") from None
+
+
+def read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(str(path), 0, f"cannot read: {exc.strerror or exc}") from None
+    if b"\x00" in data[:8192]:
+        raise InputError(str(path), 0, "binary file, not YAML")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), 1, f"not UTF-8 text (byte {exc.start})") from None

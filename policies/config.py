@@ -1,0 +1,176 @@
+"""gpuguard configuration, validated from a plain mapping (adapters do the YAML loading).
+
+    rules:
+      <rule-id>: {severity: error|warning|info|off, options: {...}}
+    mutate: [<rule-id>, ...]          # fixes the mutating webhook applies
+    exemptNamespaces: [kube-system]   # objects in these namespaces are not checked
+    gpuResourceNames: [example.com/accel]
+    podTemplatePaths:                 # pod templates of other CRDs
+      - {apiVersion: example.com/v1, kind: Trainer, template: /spec/workers/*/template}
+      - {apiVersion: example.com/v1, kind: Server, podSpec: /spec/pod}
+    failureMode: allow | deny         # webhook answer when the engine itself fails
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from policies import pointer
+from policies.podspec import Location, Workload, index_workloads
+from policies.registry import RULES
+from policies.resources import GpuResourceNames
+from policies.types import Severity
+
+TOP_LEVEL_KEYS = ("rules", "mutate", "exemptNamespaces", "gpuResourceNames", "podTemplatePaths", "failureMode")
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the offending key."""
+
+
+@dataclass(frozen=True)
+class RuleSettings:
+    severity: Severity | None  # None = off
+    options: Mapping[str, Any]
+    explicit: bool = False  # severity set in config: it overrides a rule's own grading
+
+
+@dataclass(frozen=True)
+class Config:
+    rules: Mapping[str, RuleSettings] = field(default_factory=dict)
+    mutate: tuple[str, ...] = ()
+    exempt_namespaces: frozenset[str] = frozenset()
+    gpu_resource_names: tuple[str, ...] = ()
+    extra_workloads: tuple[Workload, ...] = ()
+    failure_mode: str = "allow"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", index_workloads(self.extra_workloads))
+        object.__setattr__(self, "_is_gpu", GpuResourceNames(self.gpu_resource_names))
+
+    @property
+    def workload_index(self) -> dict[tuple[str, str], Workload]:
+        index: dict[tuple[str, str], Workload] = self._index  # type: ignore[attr-defined]
+        return index
+
+    @property
+    def is_gpu(self) -> GpuResourceNames:
+        fn: GpuResourceNames = self._is_gpu  # type: ignore[attr-defined]
+        return fn
+
+    def settings(self, rule_id: str) -> RuleSettings:
+        if rule_id in self.rules:
+            return self.rules[rule_id]
+        module = RULES[rule_id]
+        return RuleSettings(module.DEFAULT_SEVERITY, {o.name: o.default for o in module.OPTIONS})
+
+
+def _expect(value: Any, typ: type | tuple[type, ...], key: str, what: str) -> Any:
+    if not isinstance(value, typ) or isinstance(value, bool):
+        raise ConfigError(f"{key}: expected {what}, got {type(value).__name__}")
+    return value
+
+
+def _rule_settings(rule_id: str, raw: Any) -> RuleSettings:
+    key = f"rules.{rule_id}"
+    if rule_id not in RULES:
+        known = ", ".join(sorted(RULES))
+        raise ConfigError(f"{key}: unknown rule id {rule_id!r} (known rules: {known})")
+    module = RULES[rule_id]
+    if raw is None:
+        raw = {}
+    if isinstance(raw, str):  # shorthand: `gpu-shared-memory: off`
+        raw = {"severity": raw}
+    _expect(raw, Mapping, key, "a mapping with severity and/or options")
+    for k in raw:
+        if k not in ("severity", "options"):
+            raise ConfigError(f"{key}.{k}: unknown key (expected severity or options)")
+    severity: Severity | None = module.DEFAULT_SEVERITY
+    explicit = "severity" in raw
+    if "severity" in raw:
+        text = raw["severity"]
+        if text is False:  # YAML 1.1 reads a bare `off` as false
+            text = "off"
+        _expect(text, str, f"{key}.severity", "error, warning, info or off")
+        if text == "off":
+            severity = None
+        else:
+            try:
+                severity = Severity.parse(text)
+            except ValueError as exc:
+                raise ConfigError(f"{key}.severity: {exc}") from None
+    options = {o.name: o.default for o in module.OPTIONS}
+    given = raw.get("options") or {}
+    _expect(given, Mapping, f"{key}.options", "a mapping")
+    specs = {o.name: o for o in module.OPTIONS}
+    for name, value in given.items():
+        if name not in specs:
+            known = ", ".join(sorted(specs)) or "none"
+            raise ConfigError(f"{key}.options.{name}: unknown option (this rule's options: {known})")
+        problem = specs[name].validate(value)
+        if problem:
+            raise ConfigError(f"{key}.options.{name}: {problem}")
+        options[name] = value
+    return RuleSettings(severity, options, explicit)
+
+
+def _template_path(i: int, raw: Any) -> Workload:
+    key = f"podTemplatePaths[{i}]"
+    _expect(raw, Mapping, key, "a mapping with apiVersion, kind and template or podSpec")
+    for k in raw:
+        if k not in ("apiVersion", "kind", "template", "podSpec", "resource"):
+            raise ConfigError(f"{key}.{k}: unknown key")
+    api_version = _expect(raw.get("apiVersion"), str, f"{key}.apiVersion", "a string")
+    kind = _expect(raw.get("kind"), str, f"{key}.kind", "a string")
+    locations = []
+    for shape, field_name in (("template", "template"), ("podspec", "podSpec")):
+        if field_name in raw:
+            path = _expect(raw[field_name], str, f"{key}.{field_name}", "a JSON pointer string")
+            try:
+                locations.append(Location(shape, tuple(pointer.split(path))))
+            except ValueError as exc:
+                raise ConfigError(f"{key}.{field_name}: {exc}") from None
+    if not locations:
+        raise ConfigError(f"{key}: needs template or podSpec")
+    group, _, version = api_version.rpartition("/")
+    resource = raw.get("resource") or kind.lower() + "s"
+    return Workload(group, kind, str(resource), (version,), tuple(locations))
+
+
+def load_config(raw: Any) -> Config:
+    """Validate a parsed config document; raise ConfigError naming the offending key."""
+    if raw is None:
+        return Config()
+    _expect(raw, Mapping, "config", "a mapping")
+    for k in raw:
+        if k not in TOP_LEVEL_KEYS:
+            raise ConfigError(f"{k}: unknown key (expected one of {', '.join(TOP_LEVEL_KEYS)})")
+    rules_raw = raw.get("rules") or {}
+    _expect(rules_raw, Mapping, "rules", "a mapping of rule id to settings")
+    rules = {str(rid): _rule_settings(str(rid), settings) for rid, settings in rules_raw.items()}
+    mutate_raw = raw.get("mutate") or []
+    _expect(mutate_raw, list, "mutate", "a list of rule ids")
+    for i, rid in enumerate(mutate_raw):
+        if rid not in RULES:
+            raise ConfigError(f"mutate[{i}]: unknown rule id {rid!r}")
+        if not RULES[rid].FIXABLE:
+            raise ConfigError(f"mutate[{i}]: rule {rid!r} has no automatic fix")
+    exempt = raw.get("exemptNamespaces") or []
+    _expect(exempt, list, "exemptNamespaces", "a list of namespace names")
+    extra = raw.get("gpuResourceNames") or []
+    _expect(extra, list, "gpuResourceNames", "a list of resource names")
+    paths = raw.get("podTemplatePaths") or []
+    _expect(paths, list, "podTemplatePaths", "a list")
+    failure = raw.get("failureMode", "allow")
+    if failure not in ("allow", "deny"):
+        raise ConfigError(f"failureMode: expected allow or deny, got {failure!r}")
+    return Config(
+        rules=rules,
+        mutate=tuple(mutate_raw),
+        exempt_namespaces=frozenset(str(n) for n in exempt),
+        gpu_resource_names=tuple(str(n) for n in extra),
+        extra_workloads=tuple(_template_path(i, p) for i, p in enumerate(paths)),
+        failure_mode=str(failure),
+    )

@@ -1,0 +1,164 @@
+"""evaluate(obj, config, facts) → Evaluation: the one entry point both adapters use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from policies import pointer
+from policies.config import Config, RuleSettings
+from policies.facts import ClusterFacts
+from policies.patching import combine
+from policies.podspec import PodTemplate, extract
+from policies.registry import RULES
+from policies.rule import RuleContext
+from policies.types import Finding, PatchOp, RelOp, Severity, Violation
+
+IGNORE_ANNOTATION = "gpuguard.io/ignore"
+
+
+@dataclass
+class Evaluation:
+    obj: dict[str, Any]
+    findings: list[Finding] = field(default_factory=list)
+    templates: int = 0
+    skipped_rules: tuple[str, ...] = ()  # rules that need facts, skipped for lack of them
+    exempt: bool = False
+    gpu_related: bool = False
+
+    def blocking(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.ERROR]
+
+    def at_least(self, severity: Severity) -> list[Finding]:
+        return [f for f in self.findings if f.severity >= severity]
+
+    def patch(self, rule_ids: Iterable[str] | None = None) -> list[PatchOp]:
+        """The fixes of the given rules (all fixable ones when None), combined to apply cleanly."""
+        wanted = None if rule_ids is None else set(rule_ids)
+        ops = [op for f in self.findings if wanted is None or f.rule in wanted for op in f.fix]
+        return combine(self.obj, ops) if ops else []
+
+
+def _ignored(obj: dict[str, Any], pod: PodTemplate) -> set[str]:
+    out: set[str] = set()
+    for meta in (obj.get("metadata"), pod.metadata):
+        if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict):
+            value = meta["annotations"].get(IGNORE_ANNOTATION)
+            if isinstance(value, str):
+                out.update(part.strip() for part in value.split(",") if part.strip())
+    return out
+
+
+def _rebase(pod: PodTemplate, anchor: str, rel: tuple[Any, ...]) -> str:
+    base = pod.metadata_pointer if anchor == "metadata" else pod.spec_pointer
+    return pointer.join(base, rel)
+
+
+def _abs_op(pod: PodTemplate, op: RelOp) -> PatchOp:
+    return PatchOp(op.op, _rebase(pod, op.anchor, op.path), op.value)
+
+
+def is_gpu_related(pod: PodTemplate, config: Config) -> bool:
+    """Cheap pre-filter: GPU resources, DRA claims, or NVIDIA device env/hostPaths."""
+    is_gpu = config.is_gpu
+    for c in pod.containers:
+        res = c.resources
+        for which in ("limits", "requests"):
+            m = res.get(which)
+            if isinstance(m, dict) and any(isinstance(k, str) and is_gpu(k) for k in m):
+                return True
+        if res.get("claims"):
+            return True
+        for env in c.container.get("env") or ():
+            if isinstance(env, dict) and str(env.get("name", "")).startswith("NVIDIA_"):
+                return True
+    spec = pod.spec
+    if spec.get("resourceClaims"):
+        return True
+    pod_res = spec.get("resources")
+    if isinstance(pod_res, dict):
+        for which in ("limits", "requests"):
+            m = pod_res.get(which)
+            if isinstance(m, dict) and any(isinstance(k, str) and is_gpu(k) for k in m):
+                return True
+    for vol in spec.get("volumes") or ():
+        if isinstance(vol, dict) and isinstance(vol.get("hostPath"), dict):
+            path = str(vol["hostPath"].get("path", ""))
+            if path.startswith(("/dev/nvidia", "/dev/dri")):
+                return True
+    return False
+
+
+def evaluate(obj: dict[str, Any], config: Config | None = None, facts: ClusterFacts | None = None) -> Evaluation:
+    config = config or Config()
+    facts = facts or ClusterFacts.empty()
+    has_facts = not facts.is_empty
+    ev = Evaluation(obj=obj)
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    assert isinstance(meta, dict)
+    namespace = str(meta.get("namespace") or "")
+    name = str(meta.get("name") or meta.get("generateName") or "")
+    kind = str(obj.get("kind") or "")
+    if namespace and namespace in config.exempt_namespaces:
+        ev.exempt = True
+        return ev
+    templates = extract(obj, config.workload_index)
+    ev.templates = len(templates)
+    skipped: set[str] = set()
+    cache: dict[str, Any] = {}
+    for pod in templates:
+        if not is_gpu_related(pod, config):
+            continue
+        ev.gpu_related = True
+        ignored = _ignored(obj, pod)
+        if "all" in ignored:
+            continue
+        for rule_id, module in RULES.items():
+            settings = config.settings(rule_id)
+            if settings.severity is None or rule_id in ignored:
+                continue
+            if module.NEEDS_FACTS == "yes" and not has_facts:
+                skipped.add(rule_id)
+                continue
+            if module.NEEDS_FACTS == "yes" and not pod.scheduling_known:
+                continue
+            ctx = RuleContext(
+                obj=obj,
+                pod=pod,
+                facts=facts,
+                has_facts=has_facts,
+                options=dict(settings.options),
+                is_gpu=config.is_gpu,
+                cache=cache,
+            )
+            for v in module.check(ctx):
+                ev.findings.append(_finding(rule_id, module.REMEDIATION, settings, v, pod, kind, name, namespace))
+    ev.skipped_rules = tuple(sorted(skipped))
+    return ev
+
+
+def _finding(
+    rule_id: str,
+    remediation: str,
+    settings: RuleSettings,
+    v: Violation,
+    pod: PodTemplate,
+    kind: str,
+    name: str,
+    namespace: str,
+) -> Finding:
+    assert settings.severity is not None
+    # A rule may grade a finding itself (documented per rule); a severity set in config wins.
+    severity = settings.severity if settings.explicit or v.severity is None else v.severity
+    return Finding(
+        rule=rule_id,
+        severity=severity,
+        message=v.message,
+        path=_rebase(pod, v.anchor, v.path),
+        remediation=v.remediation or remediation,
+        kind=kind,
+        name=name,
+        namespace=namespace,
+        fix=tuple(_abs_op(pod, op) for op in v.fix),
+    )

@@ -1,0 +1,260 @@
+"""Cluster facts: an immutable snapshot of nodes and RuntimeClasses.
+
+Nodes that differ only in per-node labels (hostname, GFD timestamp, …) are grouped, so that
+rules cost O(groups) rather than O(nodes): a 5,000-node cluster is usually a handful of groups.
+
+GPU Feature Discovery labels (NVIDIA/k8s-device-plugin docs/gpu-feature-discovery/README.md and
+internal/lm/nvml.go; older names from docs/gfd_labels.md): both the deprecated
+``nvidia.com/cuda.driver.{major,minor,rev}`` / ``nvidia.com/cuda.runtime.{major,minor}`` and the
+current ``nvidia.com/cuda.driver-version.{major,minor,revision,full}`` /
+``nvidia.com/cuda.runtime-version.{major,minor,full}`` are read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from policies.quantity import try_parse
+
+LABEL_PRODUCT = "nvidia.com/gpu.product"
+LABEL_DRIVER_FULL = "nvidia.com/cuda.driver-version.full"
+LABEL_DRIVER_NEW = (
+    "nvidia.com/cuda.driver-version.major",
+    "nvidia.com/cuda.driver-version.minor",
+    "nvidia.com/cuda.driver-version.revision",
+)
+LABEL_DRIVER_OLD = ("nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.minor", "nvidia.com/cuda.driver.rev")
+LABEL_CUDA_FULL = "nvidia.com/cuda.runtime-version.full"
+LABEL_CUDA_NEW = ("nvidia.com/cuda.runtime-version.major", "nvidia.com/cuda.runtime-version.minor")
+LABEL_CUDA_OLD = ("nvidia.com/cuda.runtime.major", "nvidia.com/cuda.runtime.minor")
+
+# Labels whose value is unique per node; they are kept per member, not in the group key.
+VOLATILE_LABELS = frozenset(
+    {
+        "kubernetes.io/hostname",
+        "nvidia.com/gfd.timestamp",
+        "topology.kubernetes.io/zone-id",
+        "node.kubernetes.io/instance-id",
+        "nvidia.com/gpu.clique",
+    }
+)
+
+Version = tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeClassFacts:
+    name: str
+    handler: str
+    node_selector: Mapping[str, str]
+    tolerations: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFacts:
+    name: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    allocatable: Mapping[str, Fraction]
+    unschedulable: bool = False
+
+    @property
+    def gpu_product(self) -> str | None:
+        return self.labels.get(LABEL_PRODUCT)
+
+    @property
+    def driver_version(self) -> Version | None:
+        return parse_driver_version(self.labels)
+
+    @property
+    def cuda_version(self) -> Version | None:
+        return parse_cuda_version(self.labels)
+
+
+def _version(text: str) -> Version | None:
+    parts = text.strip().split(".")
+    try:
+        return tuple(int(p) for p in parts) if parts and all(parts) else None
+    except ValueError:
+        return None
+
+
+def _from_parts(labels: Mapping[str, str], keys: Iterable[str]) -> Version | None:
+    values = [labels.get(k) for k in keys]
+    if values[0] is None or values[1] is None:
+        return None
+    present = [v for v in values if v is not None and v != ""]
+    return _version(".".join(present))
+
+
+def parse_driver_version(labels: Mapping[str, str]) -> Version | None:
+    full = labels.get(LABEL_DRIVER_FULL)
+    if full:
+        parsed = _version(full)
+        if parsed:
+            return parsed
+    return _from_parts(labels, LABEL_DRIVER_NEW) or _from_parts(labels, LABEL_DRIVER_OLD)
+
+
+def parse_cuda_version(labels: Mapping[str, str]) -> Version | None:
+    full = labels.get(LABEL_CUDA_FULL)
+    if full:
+        parsed = _version(full)
+        if parsed:
+            return parsed
+    return _from_parts(labels, LABEL_CUDA_NEW) or _from_parts(labels, LABEL_CUDA_OLD)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroup:
+    """Nodes identical in everything scheduling looks at except per-node (volatile) labels."""
+
+    representative: NodeFacts
+    members: tuple[NodeFacts, ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    def describe(self, limit: int = 3) -> str:
+        names = [m.name for m in self.members[:limit]]
+        more = f" and {self.size - limit} more" if self.size > limit else ""
+        product = self.representative.gpu_product
+        what = f" ({product})" if product else ""
+        return ", ".join(names) + more + what
+
+
+def _group_key(node: NodeFacts) -> tuple[Any, ...]:
+    labels = tuple(
+        sorted((k, v) for k, v in node.labels.items() if k not in VOLATILE_LABELS and v != node.name)
+    )
+    return (labels, node.taints, tuple(sorted(node.allocatable.items())), node.unschedulable)
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    nodes: tuple[NodeFacts, ...] = ()
+    runtime_classes: Mapping[str, RuntimeClassFacts] = field(default_factory=dict)
+    source: str = "none"
+    loaded_at: float = field(default_factory=time.time)
+    groups: tuple[NodeGroup, ...] = field(init=False, default=())
+
+    def __post_init__(self) -> None:
+        buckets: dict[tuple[Any, ...], list[NodeFacts]] = {}
+        for node in self.nodes:
+            buckets.setdefault(_group_key(node), []).append(node)
+        groups = tuple(NodeGroup(members[0], tuple(members)) for members in buckets.values())
+        object.__setattr__(self, "groups", groups)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.nodes and not self.runtime_classes
+
+    @classmethod
+    def empty(cls) -> ClusterFacts:
+        return cls(source="none")
+
+    def resource_names(self) -> frozenset[str]:
+        names: set[str] = set()
+        for group in self.groups:
+            names.update(n for n, q in group.representative.allocatable.items() if q > 0)
+        return frozenset(names)
+
+    @classmethod
+    def from_objects(cls, objects: Iterable[Mapping[str, Any]], source: str = "snapshot") -> ClusterFacts:
+        """Build from Node and RuntimeClass objects; ``List`` objects are flattened."""
+        nodes: list[NodeFacts] = []
+        classes: dict[str, RuntimeClassFacts] = {}
+        for obj in _flatten(objects):
+            kind = obj.get("kind")
+            if kind == "Node":
+                node = node_from_object(obj)
+                if node is not None:
+                    nodes.append(node)
+            elif kind == "RuntimeClass":
+                rc = runtime_class_from_object(obj)
+                if rc is not None:
+                    classes[rc.name] = rc
+        return cls(nodes=tuple(nodes), runtime_classes=classes, source=source)
+
+
+class FactsError(ValueError):
+    pass
+
+
+def _flatten(objects: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+    for obj in objects:
+        if not isinstance(obj, Mapping):
+            continue
+        if obj.get("kind") == "List" or str(obj.get("kind", "")).endswith("List"):
+            items = obj.get("items")
+            if isinstance(items, list):
+                yield from _flatten(items)
+            continue
+        yield obj
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): "" if v is None else str(v) for k, v in value.items()}
+
+
+def node_from_object(obj: Mapping[str, Any]) -> NodeFacts | None:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    assert isinstance(meta, Mapping)
+    name = meta.get("name")
+    if not isinstance(name, str):
+        return None
+    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+    status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
+    assert isinstance(spec, Mapping) and isinstance(status, Mapping)
+    taints = []
+    for t in spec.get("taints") or ():
+        if isinstance(t, Mapping) and isinstance(t.get("key"), str):
+            taints.append(Taint(t["key"], str(t.get("value") or ""), str(t.get("effect") or "")))
+    allocatable: dict[str, Fraction] = {}
+    source = status.get("allocatable") or status.get("capacity") or {}
+    if isinstance(source, Mapping):
+        for res, qty in source.items():
+            parsed = try_parse(qty)
+            if parsed is not None:
+                allocatable[str(res)] = parsed
+    return NodeFacts(
+        name=name,
+        labels=_str_map(meta.get("labels")),
+        taints=tuple(taints),
+        allocatable=allocatable,
+        unschedulable=bool(spec.get("unschedulable")),
+    )
+
+
+def runtime_class_from_object(obj: Mapping[str, Any]) -> RuntimeClassFacts | None:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    assert isinstance(meta, Mapping)
+    name = meta.get("name")
+    if not isinstance(name, str):
+        return None
+    scheduling = obj.get("scheduling") if isinstance(obj.get("scheduling"), Mapping) else {}
+    assert isinstance(scheduling, Mapping)
+    tolerations = tuple(t for t in scheduling.get("tolerations") or () if isinstance(t, Mapping))
+    return RuntimeClassFacts(
+        name=name,
+        handler=str(obj.get("handler") or ""),
+        node_selector=_str_map(scheduling.get("nodeSelector")),
+        tolerations=tolerations,
+    )

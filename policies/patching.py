@@ -1,0 +1,111 @@
+"""A small RFC 6902 applier used to combine rule fixes into one consistent patch.
+
+Fixes of different rules are computed against the original object, so two fixes may both try to
+create the same parent (``resources.limits``).  ``combine`` applies them in order to a working
+copy and rewrites such an ``add`` of a mapping onto an existing mapping into per-key adds, and
+drops ops that became no-ops; the result applies cleanly, in order, to the original object.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import Any
+
+from policies import pointer
+from policies.types import PatchOp
+
+
+class PatchError(ValueError):
+    pass
+
+
+def _parent(doc: Any, path: str) -> tuple[Any, str]:
+    tokens = pointer.split(path)
+    if not tokens:
+        raise PatchError("cannot patch the document root")
+    parent = doc
+    for token in tokens[:-1]:
+        if isinstance(parent, dict) and token in parent:
+            parent = parent[token]
+        elif isinstance(parent, list) and token.isdigit() and int(token) < len(parent):
+            parent = parent[int(token)]
+        else:
+            raise PatchError(f"{path}: parent does not exist")
+    return parent, tokens[-1]
+
+
+def apply_op(doc: Any, op: PatchOp) -> None:
+    parent, last = _parent(doc, op.path)
+    if op.op in ("add", "replace"):
+        value = copy.deepcopy(op.value)
+        if isinstance(parent, dict):
+            if op.op == "replace" and last not in parent:
+                raise PatchError(f"{op.path}: nothing to replace")
+            parent[last] = value
+        elif isinstance(parent, list):
+            if last == "-":
+                parent.append(value)
+            elif last.isdigit() and int(last) <= len(parent):
+                if op.op == "add":
+                    parent.insert(int(last), value)
+                else:
+                    parent[int(last)] = value
+            else:
+                raise PatchError(f"{op.path}: bad list index")
+        else:
+            raise PatchError(f"{op.path}: parent is not a container")
+    elif op.op == "remove":
+        if isinstance(parent, dict) and last in parent:
+            del parent[last]
+        elif isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
+            del parent[int(last)]
+        else:
+            raise PatchError(f"{op.path}: nothing to remove")
+    else:
+        raise PatchError(f"unsupported op {op.op!r}")
+
+
+def apply_patch(doc: Any, ops: Iterable[PatchOp]) -> Any:
+    out = copy.deepcopy(doc)
+    for op in ops:
+        apply_op(out, op)
+    return out
+
+
+def combine(doc: Any, ops: Iterable[PatchOp]) -> list[PatchOp]:
+    """Ops rewritten so that, applied in order to ``doc``, none conflicts with another."""
+    work = copy.deepcopy(doc)
+    out: list[PatchOp] = []
+
+    def emit(op: PatchOp) -> None:
+        try:
+            current = pointer.resolve(work, op.path)
+            exists = True
+        except KeyError:
+            current, exists = None, False
+        if op.op == "add" and exists and not op.path.endswith("/-"):
+            parent, _ = _parent(work, op.path)
+            if isinstance(parent, dict):
+                if isinstance(current, dict) and isinstance(op.value, dict):
+                    for k, v in op.value.items():
+                        emit(PatchOp("add", pointer.join(op.path, (k,)), v))
+                    return
+                if current == op.value:
+                    return
+        if op.op == "add" and op.path.endswith("/-") and exists is False:
+            try:
+                container = pointer.resolve(work, op.path[: -len("/-")])
+            except KeyError:
+                container = None
+            if isinstance(container, list) and op.value in container:
+                return
+        try:
+            apply_op(work, op)
+        except PatchError:
+            return
+        out.append(op)
+
+    for op in ops:
+        emit(op)
+    return out

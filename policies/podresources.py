@@ -1,0 +1,51 @@
+"""Effective GPU requests of a pod template.
+
+The scheduler's effective request per resource is max(sum over app containers and restartable
+init containers, max over each plain init container plus the sidecars started before it)
+(KEP-753, k8s.io/component-helpers resource.PodRequests).  For extended resources requests equal
+limits, and Pods default missing requests from limits, so we read requests and fall back to limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+
+from policies.podspec import ContainerRef, PodTemplate
+from policies.quantity import try_parse
+
+
+def container_requests(c: ContainerRef, is_resource: Callable[[str], bool]) -> dict[str, Fraction]:
+    out: dict[str, Fraction] = {}
+    limits = c.resource_map("limits")
+    requests = c.resource_map("requests")
+    for name in {*limits, *requests}:
+        if not isinstance(name, str) or not is_resource(name):
+            continue
+        raw = requests.get(name, limits.get(name))
+        q = try_parse(raw)
+        if q is not None and q > 0:
+            out[name] = q
+    return out
+
+
+def pod_requests(pod: PodTemplate, is_resource: Callable[[str], bool]) -> dict[str, Fraction]:
+    total: dict[str, Fraction] = {}
+    init_peak: dict[str, Fraction] = {}
+    sidecars: dict[str, Fraction] = {}
+    for c in pod.containers:
+        if c.kind == "ephemeralContainer":
+            continue
+        req = container_requests(c, is_resource)
+        if c.kind == "initContainer" and not c.is_sidecar:
+            for k, v in req.items():
+                init_peak[k] = max(init_peak.get(k, Fraction(0)), v + sidecars.get(k, Fraction(0)))
+            continue
+        for k, v in req.items():
+            total[k] = total.get(k, Fraction(0)) + v
+            if c.is_sidecar:
+                sidecars[k] = sidecars.get(k, Fraction(0)) + v
+    for k, v in init_peak.items():
+        if v > total.get(k, Fraction(0)):
+            total[k] = v
+    return total

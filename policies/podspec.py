@@ -1,0 +1,332 @@
+"""Table-driven extraction of every pod spec embedded in a Kubernetes object.
+
+Each entry of ``WORKLOADS`` names an API group, kind, plural resource and served versions, and
+where its pod templates live.  Locations are pointer patterns where ``*`` matches any map key or
+list index.  Three shapes exist:
+
+* ``template``  – an object with ``metadata`` and ``spec`` (a PodTemplateSpec);
+* ``podspec``   – a PodSpec-like object whose metadata is the owning object's metadata
+  (KServe predictors, LLMInferenceService templates);
+* ``component`` – a single container-like object with its own resources key (TrainJob trainer,
+  NIMService), whose scheduling fields are not known statically;
+* ``object``    – an embedded whole Kubernetes object, extracted recursively (Katib trialSpec).
+
+The webhook configuration in ``deploy/`` is tested against this table, so adding a kind here
+and forgetting the webhook rules fails the suite.
+
+Sources for the paths: upstream CRD schemas/examples in ../shared/corpus/real (see SOURCES.tsv)
+and the projects' API types (kubeflow/trainer, ray-project/kuberay, kubernetes-sigs/jobset,
+kubernetes-sigs/lws, kserve/kserve, volcano-sh/volcano, kubeflow/katib).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from policies import pointer
+from policies.types import RelPath, Segment
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    shape: str  # template | podspec | component | object
+    pattern: tuple[str, ...]
+    resources_key: str = "resources"
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    group: str
+    kind: str
+    resource: str
+    versions: tuple[str, ...]
+    locations: tuple[Location, ...]
+
+
+def _t(*patterns: str) -> tuple[Location, ...]:
+    return tuple(Location("template", tuple(pointer.split(p))) for p in patterns)
+
+
+def _p(*patterns: str) -> tuple[Location, ...]:
+    return tuple(Location("podspec", tuple(pointer.split(p))) for p in patterns)
+
+
+_KUBEFLOW = "kubeflow.org"
+_RAY = "ray.io"
+_RAY_CLUSTER = ("/headGroupSpec/template", "/workerGroupSpecs/*/template")
+
+WORKLOADS: tuple[Workload, ...] = (
+    Workload("", "Pod", "pods", ("v1",), (Location("template", ()),)),
+    Workload("", "PodTemplate", "podtemplates", ("v1",), _t("/template")),
+    Workload("", "ReplicationController", "replicationcontrollers", ("v1",), _t("/spec/template")),
+    Workload("apps", "Deployment", "deployments", ("v1",), _t("/spec/template")),
+    Workload("apps", "StatefulSet", "statefulsets", ("v1",), _t("/spec/template")),
+    Workload("apps", "DaemonSet", "daemonsets", ("v1",), _t("/spec/template")),
+    Workload("apps", "ReplicaSet", "replicasets", ("v1",), _t("/spec/template")),
+    Workload("batch", "Job", "jobs", ("v1",), _t("/spec/template")),
+    Workload("batch", "CronJob", "cronjobs", ("v1",), _t("/spec/jobTemplate/spec/template")),
+    Workload(_KUBEFLOW, "PyTorchJob", "pytorchjobs", ("v1",), _t("/spec/pytorchReplicaSpecs/*/template")),
+    Workload(_KUBEFLOW, "TFJob", "tfjobs", ("v1",), _t("/spec/tfReplicaSpecs/*/template")),
+    Workload(_KUBEFLOW, "MPIJob", "mpijobs", ("v1", "v2beta1"), _t("/spec/mpiReplicaSpecs/*/template")),
+    Workload(_KUBEFLOW, "PaddleJob", "paddlejobs", ("v1",), _t("/spec/paddleReplicaSpecs/*/template")),
+    Workload(_KUBEFLOW, "XGBoostJob", "xgboostjobs", ("v1",), _t("/spec/xgbReplicaSpecs/*/template")),
+    Workload(_KUBEFLOW, "JAXJob", "jaxjobs", ("v1",), _t("/spec/jaxReplicaSpecs/*/template")),
+    Workload(
+        _KUBEFLOW,
+        "Experiment",
+        "experiments",
+        ("v1beta1",),
+        (Location("object", ("spec", "trialTemplate", "trialSpec")),),
+    ),
+    Workload(
+        "trainer.kubeflow.org",
+        "TrainJob",
+        "trainjobs",
+        ("v1alpha1",),
+        (Location("component", ("spec", "trainer"), "resourcesPerNode"),),
+    ),
+    Workload(_RAY, "RayCluster", "rayclusters", ("v1", "v1alpha1"), _t(*("/spec" + p for p in _RAY_CLUSTER))),
+    Workload(_RAY, "RayJob", "rayjobs", ("v1", "v1alpha1"), _t(*("/spec/rayClusterSpec" + p for p in _RAY_CLUSTER))),
+    Workload(
+        _RAY, "RayService", "rayservices", ("v1", "v1alpha1"), _t(*("/spec/rayClusterConfig" + p for p in _RAY_CLUSTER))
+    ),
+    Workload("jobset.x-k8s.io", "JobSet", "jobsets", ("v1alpha2",), _t("/spec/replicatedJobs/*/template/spec/template")),
+    Workload(
+        "leaderworkerset.x-k8s.io",
+        "LeaderWorkerSet",
+        "leaderworkersets",
+        ("v1",),
+        _t("/spec/leaderWorkerTemplate/leaderTemplate", "/spec/leaderWorkerTemplate/workerTemplate"),
+    ),
+    Workload(
+        "serving.kserve.io",
+        "InferenceService",
+        "inferenceservices",
+        ("v1beta1",),
+        _p("/spec/predictor", "/spec/transformer", "/spec/explainer"),
+    ),
+    Workload(
+        "serving.kserve.io",
+        "LLMInferenceService",
+        "llminferenceservices",
+        ("v1alpha1", "v1alpha2"),
+        _p("/spec/template", "/spec/worker", "/spec/prefill/template", "/spec/prefill/worker"),
+    ),
+    Workload("batch.volcano.sh", "Job", "jobs", ("v1alpha1",), _t("/spec/tasks/*/template")),
+    Workload("kaito.sh", "Workspace", "workspaces", ("v1alpha1", "v1beta1"), _t("/inference/template")),
+    Workload(
+        "apps.nvidia.com",
+        "NIMService",
+        "nimservices",
+        ("v1alpha1",),
+        (Location("component", ("spec",), "resources"),),
+    ),
+)
+
+# KServe predictor/transformer/explainer: besides ``containers``, a single container-like
+# component may appear under these keys (PredictorSpec in kserve pkg/apis/serving/v1beta1).
+KSERVE_COMPONENT_KEYS: tuple[str, ...] = (
+    "model",
+    "sklearn",
+    "xgboost",
+    "tensorflow",
+    "pytorch",
+    "triton",
+    "onnx",
+    "huggingface",
+    "pmml",
+    "lightgbm",
+    "paddle",
+)
+
+CONTAINER_LISTS: tuple[tuple[str, str], ...] = (
+    ("initContainers", "initContainer"),
+    ("containers", "container"),
+    ("ephemeralContainers", "ephemeralContainer"),
+)
+
+
+def _group_of(api_version: str) -> str:
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
+
+
+def index_workloads(extra: tuple[Workload, ...] = ()) -> dict[tuple[str, str], Workload]:
+    table: dict[tuple[str, str], Workload] = {}
+    for w in (*WORKLOADS, *extra):
+        table[(w.group, w.kind)] = w
+    return table
+
+
+_DEFAULT_INDEX = index_workloads()
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerRef:
+    path: RelPath  # relative to the pod spec
+    container: dict[str, Any]
+    kind: str  # container | initContainer | ephemeralContainer | component
+    resources_key: str = "resources"
+
+    @property
+    def name(self) -> str:
+        name = self.container.get("name")
+        return name if isinstance(name, str) else (str(self.path[-1]) if self.path else "main")
+
+    @property
+    def resources(self) -> dict[str, Any]:
+        res = self.container.get(self.resources_key)
+        return res if isinstance(res, dict) else {}
+
+    @property
+    def resources_path(self) -> RelPath:
+        return (*self.path, self.resources_key)
+
+    def resource_map(self, which: str) -> dict[str, Any]:
+        value = self.resources.get(which)
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def is_sidecar(self) -> bool:
+        """A restartable init container (KEP-753) runs for the pod's lifetime."""
+        return self.kind == "initContainer" and self.container.get("restartPolicy") == "Always"
+
+
+@dataclass(frozen=True, slots=True)
+class PodTemplate:
+    """One pod spec found in an object, with absolute pointers to it and its metadata."""
+
+    spec: dict[str, Any]
+    spec_pointer: str
+    metadata: dict[str, Any]
+    metadata_pointer: str
+    containers: tuple[ContainerRef, ...]
+    role: str = ""
+    scheduling_known: bool = True  # False for components whose pod is built by an operator
+    shape: str = "template"
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def spec_path(self, rel: RelPath) -> str:
+        return pointer.join(self.spec_pointer, rel)
+
+    def metadata_path(self, rel: RelPath) -> str:
+        return pointer.join(self.metadata_pointer, rel)
+
+    @property
+    def annotations(self) -> dict[str, Any]:
+        ann = self.metadata.get("annotations")
+        return ann if isinstance(ann, dict) else {}
+
+    def regular_containers(self) -> Iterator[ContainerRef]:
+        return (c for c in self.containers if c.kind in ("container", "component"))
+
+
+def _expand(node: Any, pattern: tuple[str, ...], base: tuple[Segment, ...]) -> Iterator[tuple[tuple[Segment, ...], Any]]:
+    if not pattern:
+        yield base, node
+        return
+    head, rest = pattern[0], pattern[1:]
+    if head == "*":
+        if isinstance(node, dict):
+            for key, child in node.items():
+                yield from _expand(child, rest, (*base, key))
+        elif isinstance(node, list):
+            for i, child in enumerate(node):
+                yield from _expand(child, rest, (*base, i))
+        return
+    if isinstance(node, dict) and head in node:
+        yield from _expand(node[head], rest, (*base, head))
+    elif isinstance(node, list) and head.isdigit() and int(head) < len(node):
+        yield from _expand(node[int(head)], rest, (*base, int(head)))
+
+
+def _containers_of(spec: dict[str, Any]) -> list[ContainerRef]:
+    refs: list[ContainerRef] = []
+    for key, kind in CONTAINER_LISTS:
+        items = spec.get(key)
+        if isinstance(items, list):
+            refs.extend(
+                ContainerRef((key, i), c, kind) for i, c in enumerate(items) if isinstance(c, dict)
+            )
+    return refs
+
+
+def _role(path: tuple[Segment, ...]) -> str:
+    """A readable role for multi-template objects, e.g. ``pytorchReplicaSpecs/Worker``."""
+    interesting = [str(s) for s in path if s not in ("spec", "template", "metadata")]
+    return "/".join(interesting)
+
+
+def extract(
+    obj: dict[str, Any],
+    index: dict[tuple[str, str], Workload] | None = None,
+    _base: str = "",
+    _depth: int = 0,
+) -> list[PodTemplate]:
+    """Every pod spec in ``obj``; an empty list for kinds without one or malformed objects."""
+    if not isinstance(obj, dict) or _depth > 4:
+        return []
+    api_version = obj.get("apiVersion")
+    kind = obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return []
+    workload = (index or _DEFAULT_INDEX).get((_group_of(api_version), kind))
+    if workload is None:
+        return []
+    obj_meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    assert isinstance(obj_meta, dict)
+    found: list[PodTemplate] = []
+    for loc in workload.locations:
+        for path, node in _expand(obj, loc.pattern, ()):
+            if not isinstance(node, dict):
+                continue
+            at = pointer.join(_base, path)
+            if loc.shape == "object":
+                found.extend(extract(node, index, at, _depth + 1))
+            elif loc.shape == "template":
+                spec = node.get("spec")
+                if not isinstance(spec, dict):
+                    continue
+                meta = node.get("metadata")
+                found.append(
+                    PodTemplate(
+                        spec=spec,
+                        spec_pointer=at + "/spec",
+                        metadata=meta if isinstance(meta, dict) else {},
+                        metadata_pointer=at + "/metadata",
+                        containers=tuple(_containers_of(spec)),
+                        role=_role(path),
+                    )
+                )
+            elif loc.shape == "podspec":
+                refs = _containers_of(node)
+                for key in KSERVE_COMPONENT_KEYS:
+                    comp = node.get(key)
+                    if isinstance(comp, dict):
+                        refs.append(ContainerRef((key,), comp, "component"))
+                found.append(
+                    PodTemplate(
+                        spec=node,
+                        spec_pointer=at,
+                        metadata=obj_meta,
+                        metadata_pointer=pointer.join(_base, ("metadata",)),
+                        containers=tuple(refs),
+                        role=_role(path),
+                        shape="podspec",
+                    )
+                )
+            else:  # component
+                found.append(
+                    PodTemplate(
+                        spec=node,
+                        spec_pointer=at,
+                        metadata=obj_meta,
+                        metadata_pointer=pointer.join(_base, ("metadata",)),
+                        containers=(ContainerRef((), node, "component", loc.resources_key),),
+                        role=_role(path),
+                        scheduling_known=False,
+                        shape="component",
+                    )
+                )
+    return found

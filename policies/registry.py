@@ -1,0 +1,41 @@
+"""The rule catalogue: an explicit, ordered mapping of rule id to rule module."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from policies.rules import (
+    gpu_limit_missing,
+    gpu_request_limit_mismatch,
+    gpu_whole_number,
+    gpu_resource_unknown,
+    gpu_exceeds_node_capacity,
+    gpu_taint_not_tolerated,
+    gpu_node_selector_mismatch,
+    gpu_unschedulable,
+    gpu_runtime_class,
+    gpu_topology_alignment,
+    gpu_shared_memory,
+    gpu_device_access_bypass,
+    gpu_memory_limit_missing,
+    gpu_cuda_driver_mismatch,
+    gpu_dra_claim_reference,
+)
+
+RULES: dict[str, ModuleType] = {
+    gpu_limit_missing.ID: gpu_limit_missing,
+    gpu_request_limit_mismatch.ID: gpu_request_limit_mismatch,
+    gpu_whole_number.ID: gpu_whole_number,
+    gpu_resource_unknown.ID: gpu_resource_unknown,
+    gpu_exceeds_node_capacity.ID: gpu_exceeds_node_capacity,
+    gpu_taint_not_tolerated.ID: gpu_taint_not_tolerated,
+    gpu_node_selector_mismatch.ID: gpu_node_selector_mismatch,
+    gpu_unschedulable.ID: gpu_unschedulable,
+    gpu_runtime_class.ID: gpu_runtime_class,
+    gpu_topology_alignment.ID: gpu_topology_alignment,
+    gpu_shared_memory.ID: gpu_shared_memory,
+    gpu_device_access_bypass.ID: gpu_device_access_bypass,
+    gpu_memory_limit_missing.ID: gpu_memory_limit_missing,
+    gpu_dra_claim_reference.ID: gpu_dra_claim_reference,
+    gpu_cuda_driver_mismatch.ID: gpu_cuda_driver_mismatch,
+}

@@ -1,0 +1,58 @@
+"""Resource-name classification, after kubernetes/kubernetes pkg/apis/core/helper/helpers.go."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# DNS-1123 subdomain prefix / qualified name, as validation.IsQualifiedName checks it.
+_QUALIFIED_NAME = re.compile(
+    r"^(?:(?=.{1,253}/)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(?=.{1,63}$)[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+
+# Extended-resource name prefixes of GPU vendors' device plugins (domain-facts.md §C.2):
+# NVIDIA k8s-device-plugin (gpu, mig-*, gpu.shared), AMD ROCm device plugin, Intel GPU plugin.
+DEFAULT_GPU_PREFIXES: tuple[str, ...] = ("nvidia.com/", "amd.com/gpu", "gpu.intel.com/")
+
+
+def is_native(name: str) -> bool:
+    return "/" not in name or "kubernetes.io/" in name
+
+
+def is_qualified_name(name: str) -> bool:
+    return bool(_QUALIFIED_NAME.match(name))
+
+
+def is_extended(name: str) -> bool:
+    """helper.IsExtendedResourceName: not native, no ``requests.`` prefix, qualified."""
+    if is_native(name) or name.startswith("requests."):
+        return False
+    return is_qualified_name("requests." + name)
+
+
+def is_hugepages(name: str) -> bool:
+    return name.startswith("hugepages-")
+
+
+def is_overcommit_allowed(name: str) -> bool:
+    return is_native(name) and not is_hugepages(name)
+
+
+class GpuResourceNames:
+    """Decides which resource names are GPUs: vendor prefixes plus configured extra names."""
+
+    __slots__ = ("_exact", "_prefixes")
+
+    def __init__(self, extra: Iterable[str] = ()) -> None:
+        self._prefixes = DEFAULT_GPU_PREFIXES
+        self._exact = frozenset(extra)
+
+    def __call__(self, name: str) -> bool:
+        if name in self._exact:
+            return True
+        if not is_extended(name):
+            return False
+        # nvidia.com/* covers gpu, gpu.shared and mig-* profiles; exclude label-like keys
+        # that are not device-plugin resources is not needed: labels never appear in resources.
+        return name.startswith(self._prefixes)

@@ -1,0 +1,73 @@
+"""What a rule module provides and what it receives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from types import ModuleType
+from typing import Any, Protocol
+
+from policies.facts import ClusterFacts
+from policies.podresources import pod_requests
+from policies.podspec import PodTemplate
+from policies.types import Severity, Violation
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One rule option: its name, accepted Python type(s), default and documentation."""
+
+    name: str
+    types: tuple[type, ...]
+    default: Any
+    doc: str
+    choices: tuple[Any, ...] = ()
+
+    def validate(self, value: Any) -> str | None:
+        if isinstance(value, bool) and bool not in self.types:
+            return f"expected {self.type_names()}, got a boolean"
+        if not isinstance(value, self.types):
+            return f"expected {self.type_names()}, got {type(value).__name__}"
+        if self.choices and value not in self.choices:
+            return f"expected one of {', '.join(map(str, self.choices))}, got {value!r}"
+        return None
+
+    def type_names(self) -> str:
+        return " or ".join({"str": "string", "int": "integer", "list": "list", "dict": "mapping",
+                            "bool": "boolean", "NoneType": "null"}.get(t.__name__, t.__name__)
+                           for t in self.types)
+
+
+@dataclass(slots=True)
+class RuleContext:
+    obj: dict[str, Any]
+    pod: PodTemplate
+    facts: ClusterFacts
+    has_facts: bool
+    options: dict[str, Any]
+    is_gpu: Callable[[str], bool]
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    def gpu_requests(self) -> dict[str, Fraction]:
+        key = "gpu_requests:" + self.pod.spec_pointer
+        if key not in self.cache:
+            self.cache[key] = pod_requests(self.pod, self.is_gpu)
+        result: dict[str, Fraction] = self.cache[key]
+        return result
+
+
+class RuleModule(Protocol):
+    ID: str
+    DEFAULT_SEVERITY: Severity
+    NEEDS_FACTS: str  # "no" | "yes" | "partly"
+    REMEDIATION: str
+    SUMMARY: str
+    OPTIONS: tuple[Option, ...]
+    FIXABLE: bool
+
+    def check(self, ctx: RuleContext) -> Iterable[Violation]: ...
+
+
+def rule_doc(module: ModuleType) -> str:
+    return (module.__doc__ or "").strip()

@@ -1,0 +1,1 @@
+"""One module per rule; the registry in ``policies.registry`` lists them explicitly."""

@@ -1,0 +1,98 @@
+"""Core value types shared by the engine and its adapters."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+JSONValue = Any
+Segment = str | int
+RelPath = tuple[Segment, ...]
+
+
+class Severity(enum.IntEnum):
+    """Ordered: info < warning < error.  ``off`` is handled by config, not here."""
+
+    INFO = 0
+    WARNING = 1
+    ERROR = 2
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r}: expected error, warning or info") from None
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class PatchOp:
+    """One RFC 6902 operation with an absolute RFC 6901 pointer."""
+
+    op: str
+    path: str
+    value: JSONValue = None
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        if self.op == "remove":
+            return {"op": "remove", "path": self.path}
+        return {"op": self.op, "path": self.path, "value": self.value}
+
+
+@dataclass(frozen=True, slots=True)
+class RelOp:
+    """A patch operation a rule proposes, relative to the pod spec (or its metadata)."""
+
+    op: str
+    path: RelPath
+    value: JSONValue = None
+    anchor: str = "spec"  # "spec" or "metadata" of the pod template
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """What a rule reports: a message and a path relative to the pod spec (or metadata).
+
+    ``severity`` overrides the configured severity only for rules whose severity depends
+    on what they found (documented per rule); ``None`` means "use the configured one".
+    """
+
+    message: str
+    path: RelPath = ()
+    fix: tuple[RelOp, ...] = ()
+    anchor: str = "spec"
+    severity: Severity | None = None
+    remediation: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    rule: str
+    severity: Severity
+    message: str
+    path: str
+    remediation: str
+    kind: str
+    name: str
+    namespace: str
+    fix: tuple[PatchOp, ...] = field(default=())
+
+    def fix_dicts(self) -> list[dict[str, JSONValue]] | None:
+        return [op.to_dict() for op in self.fix] if self.fix else None
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return {
+            "rule": self.rule,
+            "severity": str(self.severity),
+            "message": self.message,
+            "remediation": self.remediation,
+            "kind": self.kind,
+            "name": self.name,
+            "namespace": self.namespace,
+            "path": self.path,
+            "fix": self.fix_dicts(),
+        }
