@@ -29,8 +29,12 @@ def load_cluster_facts(path: str) -> ClusterFacts:
         raise InputError(name, 1, "empty cluster snapshot")
     bad = [d for d in docs if not isinstance(d, dict)]
     if bad:
-        raise InputError(name, 1, "cluster snapshot must hold Kubernetes objects (a List or Node/RuntimeClass documents)")
+        raise InputError(
+            name, 1, "cluster snapshot must hold Kubernetes objects (a List or Node/RuntimeClass documents)"
+        )
     facts = ClusterFacts.from_objects(docs, source=name)
     if not facts.nodes:
-        raise InputError(name, 1, "cluster snapshot has no Node objects (expected `kubectl get nodes,runtimeclasses -o yaml`)")
+        raise InputError(
+            name, 1, "cluster snapshot has no Node objects (expected `kubectl get nodes,runtimeclasses -o yaml`)"
+        )
     return facts

@@ -139,6 +139,10 @@ def _template_path(i: int, raw: Any) -> Workload:
     return Workload(group, kind, str(resource), (version,), tuple(locations))
 
 
+def _or_default(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
 def load_config(raw: Any) -> Config:
     """Validate a parsed config document; raise ConfigError naming the offending key."""
     if raw is None:
@@ -147,21 +151,21 @@ def load_config(raw: Any) -> Config:
     for k in raw:
         if k not in TOP_LEVEL_KEYS:
             raise ConfigError(f"{k}: unknown key (expected one of {', '.join(TOP_LEVEL_KEYS)})")
-    rules_raw = raw.get("rules") or {}
+    rules_raw = _or_default(raw.get("rules"), {})
     _expect(rules_raw, Mapping, "rules", "a mapping of rule id to settings")
     rules = {str(rid): _rule_settings(str(rid), settings) for rid, settings in rules_raw.items()}
-    mutate_raw = raw.get("mutate") or []
+    mutate_raw = _or_default(raw.get("mutate"), [])
     _expect(mutate_raw, list, "mutate", "a list of rule ids")
     for i, rid in enumerate(mutate_raw):
         if rid not in RULES:
             raise ConfigError(f"mutate[{i}]: unknown rule id {rid!r}")
         if not RULES[rid].FIXABLE:
             raise ConfigError(f"mutate[{i}]: rule {rid!r} has no automatic fix")
-    exempt = raw.get("exemptNamespaces") or []
+    exempt = _or_default(raw.get("exemptNamespaces"), [])
     _expect(exempt, list, "exemptNamespaces", "a list of namespace names")
-    extra = raw.get("gpuResourceNames") or []
+    extra = _or_default(raw.get("gpuResourceNames"), [])
     _expect(extra, list, "gpuResourceNames", "a list of resource names")
-    paths = raw.get("podTemplatePaths") or []
+    paths = _or_default(raw.get("podTemplatePaths"), [])
     _expect(paths, list, "podTemplatePaths", "a list")
     failure = raw.get("failureMode", "allow")
     if failure not in ("allow", "deny"):

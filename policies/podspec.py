@@ -87,12 +87,28 @@ WORKLOADS: tuple[Workload, ...] = (
         ("v1alpha1",),
         (Location("component", ("spec", "trainer"), "resourcesPerNode"),),
     ),
+    Workload(
+        "trainer.kubeflow.org",
+        "TrainingRuntime",
+        "trainingruntimes",
+        ("v1alpha1",),
+        _t("/spec/template/spec/replicatedJobs/*/template/spec/template"),
+    ),
+    Workload(
+        "trainer.kubeflow.org",
+        "ClusterTrainingRuntime",
+        "clustertrainingruntimes",
+        ("v1alpha1",),
+        _t("/spec/template/spec/replicatedJobs/*/template/spec/template"),
+    ),
     Workload(_RAY, "RayCluster", "rayclusters", ("v1", "v1alpha1"), _t(*("/spec" + p for p in _RAY_CLUSTER))),
     Workload(_RAY, "RayJob", "rayjobs", ("v1", "v1alpha1"), _t(*("/spec/rayClusterSpec" + p for p in _RAY_CLUSTER))),
     Workload(
         _RAY, "RayService", "rayservices", ("v1", "v1alpha1"), _t(*("/spec/rayClusterConfig" + p for p in _RAY_CLUSTER))
     ),
-    Workload("jobset.x-k8s.io", "JobSet", "jobsets", ("v1alpha2",), _t("/spec/replicatedJobs/*/template/spec/template")),
+    Workload(
+        "jobset.x-k8s.io", "JobSet", "jobsets", ("v1alpha2",), _t("/spec/replicatedJobs/*/template/spec/template")
+    ),
     Workload(
         "leaderworkerset.x-k8s.io",
         "LeaderWorkerSet",
@@ -222,7 +238,9 @@ class PodTemplate:
         return (c for c in self.containers if c.kind in ("container", "component"))
 
 
-def _expand(node: Any, pattern: tuple[str, ...], base: tuple[Segment, ...]) -> Iterator[tuple[tuple[Segment, ...], Any]]:
+def _expand(
+    node: Any, pattern: tuple[str, ...], base: tuple[Segment, ...]
+) -> Iterator[tuple[tuple[Segment, ...], Any]]:
     if not pattern:
         yield base, node
         return

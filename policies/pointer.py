@@ -49,12 +49,13 @@ def resolve(doc: Any, pointer: str) -> Any:
 
 
 def to_dotted(pointer: str) -> str:
-    """``/spec/containers/0/resources/limits/nvidia.com~1gpu`` → ``spec.containers[0].resources.limits[nvidia.com/gpu]``."""
+    """Render a pointer for people.
+
+    ``/spec/containers/0/resources/limits/nvidia.com~1gpu`` → ``spec.containers[0].resources.limits[nvidia.com/gpu]``
+    """
     out = ""
     for token in split(pointer):
-        if token.isdigit():
-            out += f"[{token}]"
-        elif "." in token or "/" in token:
+        if token.isdigit() or "." in token or "/" in token:
             out += f"[{token}]"
         else:
             out += ("." if out else "") + token

@@ -5,21 +5,21 @@ from __future__ import annotations
 from types import ModuleType
 
 from policies.rules import (
-    gpu_limit_missing,
-    gpu_request_limit_mismatch,
-    gpu_whole_number,
-    gpu_resource_unknown,
-    gpu_exceeds_node_capacity,
-    gpu_taint_not_tolerated,
-    gpu_node_selector_mismatch,
-    gpu_unschedulable,
-    gpu_runtime_class,
-    gpu_topology_alignment,
-    gpu_shared_memory,
-    gpu_device_access_bypass,
-    gpu_memory_limit_missing,
     gpu_cuda_driver_mismatch,
+    gpu_device_access_bypass,
     gpu_dra_claim_reference,
+    gpu_exceeds_node_capacity,
+    gpu_limit_missing,
+    gpu_memory_limit_missing,
+    gpu_node_selector_mismatch,
+    gpu_request_limit_mismatch,
+    gpu_resource_unknown,
+    gpu_runtime_class,
+    gpu_shared_memory,
+    gpu_taint_not_tolerated,
+    gpu_topology_alignment,
+    gpu_unschedulable,
+    gpu_whole_number,
 )
 
 RULES: dict[str, ModuleType] = {

@@ -1,12 +1,34 @@
-"""gpu-memory-limit-missing: A GPU container has no memory limit.
+"""gpu-memory-limit-missing: a container that uses GPUs has no memory limit.
 
-TODO: failing and passing examples.
+A container without a memory limit may use all of the node's memory (kubernetes.io, "Assign Memory
+Resources to Containers and Pods": without a memory limit "The Container could use all of the
+memory available on the Node where it is running which in turn could invoke the OOM Killer").  GPU jobs pin
+large host buffers (CUDA pinned memory, NCCL, DataLoader workers, memory-backed /dev/shm), so one
+of them can push its node into memory pressure and get other GPU pods, which hold scarce and
+expensive devices, evicted or OOM-killed.  Without a memory limit the pod also cannot be
+Guaranteed QoS (kubernetes/kubernetes pkg/apis/core/helper/qos/qos.go), which CPU/GPU NUMA
+alignment needs (see ``gpu-topology-alignment``).
+
+A pod-level memory limit (``spec.resources.limits.memory``, PodLevelResources) bounds every
+container of the pod and therefore satisfies this rule.
+
+Failing::
+
+    resources:
+      limits: {nvidia.com/gpu: 1, cpu: "8"}
+
+Passing::
+
+    resources:
+      limits: {nvidia.com/gpu: 1, cpu: "8", memory: 64Gi}
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from policies.podresources import container_requests
+from policies.quantity import format_quantity
 from policies.rule import Option, RuleContext
 from policies.types import Severity, Violation
 
@@ -14,10 +36,40 @@ ID = "gpu-memory-limit-missing"
 DEFAULT_SEVERITY = Severity.WARNING
 NEEDS_FACTS = "no"
 FIXABLE = False
-SUMMARY = "A GPU container has no memory limit."
-REMEDIATION = "Set resources.limits.memory on GPU containers."
+SUMMARY = "A container that uses GPUs has no memory limit."
+REMEDIATION = (
+    "Set resources.limits.memory on every GPU container (equal to requests.memory for Guaranteed QoS); "
+    "size it for pinned host buffers, DataLoader workers and a memory-backed /dev/shm."
+)
 OPTIONS: tuple[Option, ...] = ()
 
 
+def _pod_level_memory_limit(ctx: RuleContext) -> bool:
+    if ctx.pod.shape == "component":
+        return False
+    pod_resources = ctx.pod.spec.get("resources")
+    limits = pod_resources.get("limits") if isinstance(pod_resources, dict) else None
+    return isinstance(limits, dict) and "memory" in limits
+
+
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    return iter(())
+    if _pod_level_memory_limit(ctx):
+        return
+    for c in ctx.pod.containers:
+        if c.kind == "ephemeralContainer":
+            continue  # ephemeral containers may not set resources
+        gpus = container_requests(c, ctx.is_gpu)
+        if not gpus:
+            continue
+        limits = c.resources.get("limits")
+        if isinstance(limits, dict) and "memory" in limits:
+            continue
+        uses = ", ".join(f"{format_quantity(q)} {name}" for name, q in sorted(gpus.items()))
+        path = (*c.resources_path, "limits") if isinstance(limits, dict) else c.resources_path
+        yield Violation(
+            message=(
+                f"container {c.name!r} uses {uses} but has no memory limit; it can exhaust the node's memory "
+                f"and get other GPU pods evicted: set resources.limits.memory"
+            ),
+            path=path,
+        )

@@ -1,23 +1,65 @@
-"""gpu-request-limit-mismatch: Request and limit differ for a GPU or other extended resource.
+"""gpu-request-limit-mismatch: the request and the limit of a GPU (any extended resource) differ.
 
-TODO: failing and passing examples.
+Extended resources cannot be overcommitted, so the API server demands that a request equal the
+limit: "must be equal to nvidia.com/gpu limit of 2" (``validateResourceRequirements``,
+kubernetes/kubernetes pkg/apis/core/validation/validation.go; ``helper.IsOvercommitAllowed`` is
+false for every extended resource).  The same check runs on pod templates, so a Deployment or a
+PyTorchJob with such a container is rejected at creation, before any Pod exists.
+
+Failing::
+
+    resources:
+      requests: {nvidia.com/gpu: 1}
+      limits: {nvidia.com/gpu: 2}
+
+Passing::
+
+    resources:
+      requests: {nvidia.com/gpu: 2}
+      limits: {nvidia.com/gpu: 2}
+
+Fix: set the request to the limit.  Values that are not valid quantities are left to
+``gpu-whole-number``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from policies.quantity import try_parse
+from policies.resources import is_extended
 from policies.rule import Option, RuleContext
-from policies.types import Severity, Violation
+from policies.types import RelOp, Severity, Violation
 
 ID = "gpu-request-limit-mismatch"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS = "no"
 FIXABLE = True
-SUMMARY = "Request and limit differ for a GPU or other extended resource."
-REMEDIATION = "Set the request equal to the limit; for extended resources they must be equal."
+SUMMARY = "The request and the limit of a GPU (any extended resource) differ; the API server rejects it."
+REMEDIATION = (
+    "Set resources.requests.<resource> equal to resources.limits.<resource> (or drop the request: "
+    "on Pods it defaults to the limit); extended resources cannot be overcommitted."
+)
 OPTIONS: tuple[Option, ...] = ()
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    return iter(())
+    for c in ctx.pod.containers:
+        requests = c.resource_map("requests")
+        limits = c.resource_map("limits")
+        for name, requested in requests.items():
+            if not isinstance(name, str) or not is_extended(name) or name not in limits:
+                continue
+            limit = limits[name]
+            req_q, lim_q = try_parse(requested), try_parse(limit)
+            if req_q is None or lim_q is None or req_q == lim_q:
+                continue
+            path = (*c.resources_path, "requests", name)
+            yield Violation(
+                message=(
+                    f"container {c.name!r}: requests.{name} is {requested} but the limit is {limit}; "
+                    f"extended resources cannot be overcommitted: set both to {limit}"
+                ),
+                path=path,
+                fix=(RelOp("replace", path, limit),),
+            )

@@ -1,12 +1,39 @@
-"""gpu-whole-number: A GPU quantity is not a whole non-negative number, or GPUs appear in pod-level spec.resources.
+"""gpu-whole-number: a GPU (any extended resource) quantity is not a whole non-negative number.
 
-TODO: failing and passing examples.
+The API server validates every container quantity with ``ValidateResourceQuantityValue``
+(kubernetes/kubernetes pkg/apis/core/validation/validation.go): a negative value gets "must be
+greater than or equal to 0", and for integer resources (``helper.IsIntegerResourceName`` is true
+for every extended resource) a value whose milli-value is not a multiple of 1000 gets "must be an
+integer".  So ``nvidia.com/gpu: 0.5``, ``500m`` or ``1.5`` is rejected; a fraction of a GPU comes
+from MIG profiles, time-slicing/MPS replicas or DRA, never from a fractional quantity.  A value that
+is not a quantity at all fails to decode.
+
+GPUs in pod-level ``spec.resources`` are rejected too: ``validatePodResourceName`` accepts only
+``cpu``, ``memory`` and ``hugepages-*`` there (``IsSupportedPodLevelResource``,
+k8s.io/component-helpers resource/helpers.go), giving "Unsupported value".
+
+Failing::
+
+    resources:
+      limits: {nvidia.com/gpu: 0.5}
+
+    spec:
+      resources:                 # pod level
+        limits: {nvidia.com/gpu: 1}
+
+Passing::
+
+    resources:
+      limits: {nvidia.com/mig-1g.10gb: 1}
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
+from policies.quantity import format_quantity, try_parse
+from policies.resources import is_extended
 from policies.rule import Option, RuleContext
 from policies.types import Severity, Violation
 
@@ -14,10 +41,59 @@ ID = "gpu-whole-number"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS = "no"
 FIXABLE = False
-SUMMARY = "A GPU quantity is not a whole non-negative number, or GPUs appear in pod-level spec.resources."
-REMEDIATION = "Request whole GPUs (1, 2, …); for a fraction of a GPU use MIG profiles, time-slicing/MPS replicas or DRA."
+SUMMARY = "A GPU (any extended resource) quantity is not a whole non-negative number, or GPUs appear in pod-level spec.resources."
+REMEDIATION = (
+    "Request whole GPUs (1, 2, …) in a container's resources; for a fraction of a GPU use MIG profiles, "
+    "time-slicing/MPS replicas or DRA."
+)
 OPTIONS: tuple[Option, ...] = ()
+
+_WHICH = ("limits", "requests")
+
+
+def _problem(value: Any) -> str | None:
+    q = try_parse(value)
+    if q is None:
+        return "is not a valid quantity"
+    if q < 0:
+        return "is negative; it must be greater than or equal to 0"
+    if q.denominator != 1:
+        return f"is {format_quantity(q)}, not a whole number; extended resources must be integers"
+    return None
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    return iter(())
+    for c in ctx.pod.containers:
+        for which in _WHICH:
+            for name, value in c.resource_map(which).items():
+                if not isinstance(name, str) or not is_extended(name):
+                    continue
+                problem = _problem(value)
+                if problem is None:
+                    continue
+                yield Violation(
+                    message=(
+                        f"container {c.name!r}: {which}.{name}: {value!r} {problem}; request whole units "
+                        f"(for a fraction of a GPU use MIG profiles, time-slicing/MPS replicas or DRA)"
+                    ),
+                    path=(*c.resources_path, which, name),
+                )
+    if ctx.pod.shape == "component":
+        return  # the component's own resources are its container's, checked above
+    pod_resources = ctx.pod.spec.get("resources")
+    if not isinstance(pod_resources, dict):
+        return
+    for which in _WHICH:
+        amounts = pod_resources.get(which)
+        if not isinstance(amounts, dict):
+            continue
+        for name in amounts:
+            if isinstance(name, str) and ctx.is_gpu(name):
+                yield Violation(
+                    message=(
+                        f"pod-level resources.{which}.{name}: pod-level resources support only cpu, memory and "
+                        f"hugepages, so the API server rejects it: move {name} to the resources.limits of the "
+                        f"container that uses the GPU"
+                    ),
+                    path=("resources", which, name),
+                )
