@@ -1,12 +1,46 @@
-"""gpu-device-access-bypass: GPU access that bypasses the device plugin.
+"""gpu-device-access-bypass: GPU access that goes around the device plugin's allocation.
 
-TODO: failing and passing examples.
+The device plugin gives a container the GPUs the kubelet allocated to it; three things hand out
+GPUs that nobody allocated, so the scheduler and the kubelet believe they are free:
+
+* ``NVIDIA_VISIBLE_DEVICES`` (or ``NVIDIA_DRIVER_CAPABILITIES``) on a container that requests no
+  GPU: the NVIDIA container runtime exposes the listed devices, ``all`` included, to any container
+  of a node whose default runtime is ``nvidia`` (NVIDIA/k8s-device-plugin#87, "If you do not
+  request GPUs when you use the device plugin, the plugin exposes all the GPUs on the machine
+  inside your container").  ``void``, ``none`` and the empty string expose no device
+  (NVIDIA Container Toolkit docs, NVIDIA/nvidia-docker#583).  A value taken from ``valueFrom`` is
+  unknown here and is reported.
+* a ``hostPath`` volume of ``/dev/nvidia*`` or ``/dev/dri`` device nodes;
+* a privileged container in a pod that uses GPUs: privileged mode allows every device of the host
+  ("this is by design of the --privileged option of Docker, it whitelists all devices",
+  NVIDIA/nvidia-docker#764), so it sees every GPU of the node, not just the allocated ones.
+
+A container with DRA ``resources.claims`` counts as requesting devices.
+
+Failing::
+
+    containers:
+    - name: tool
+      image: nvidia/cuda:12.4.1-base-ubuntu22.04
+      env:
+      - {name: NVIDIA_VISIBLE_DEVICES, value: all}      # no nvidia.com/gpu requested
+
+Passing::
+
+    containers:
+    - name: tool
+      image: nvidia/cuda:12.4.1-base-ubuntu22.04
+      env:
+      - {name: NVIDIA_VISIBLE_DEVICES, value: void}     # opt out of the image's default "all"
 """
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterator
 
+from policies.podresources import container_requests
+from policies.podspec import ContainerRef
 from policies.rule import Option, RuleContext
 from policies.types import Severity, Violation
 
@@ -14,10 +48,88 @@ ID = "gpu-device-access-bypass"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS = "no"
 FIXABLE = False
-SUMMARY = "GPU access that bypasses the device plugin."
-REMEDIATION = "Request GPUs through resources.limits and remove NVIDIA_VISIBLE_DEVICES, /dev/nvidia* hostPaths and privileged mode."
+SUMMARY = "A container gets GPU access that bypasses the device plugin's allocation."
+REMEDIATION = (
+    "Request GPUs through resources.limits (or DRA claims); remove NVIDIA_VISIBLE_DEVICES/NVIDIA_DRIVER_CAPABILITIES "
+    "from containers without GPUs (or set NVIDIA_VISIBLE_DEVICES=void), hostPath volumes of /dev/nvidia* and "
+    "/dev/dri, and privileged mode from GPU pods."
+)
 OPTIONS: tuple[Option, ...] = ()
+
+_NO_DEVICES = frozenset({"void", "none", ""})
+_DEVICE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
+
+
+def _requests_devices(ctx: RuleContext, c: ContainerRef) -> bool:
+    return bool(container_requests(c, ctx.is_gpu)) or bool(c.resources.get("claims"))
+
+
+def _env_violations(ctx: RuleContext, c: ContainerRef) -> Iterator[Violation]:
+    env = c.container.get("env")
+    if not isinstance(env, list) or _requests_devices(ctx, c):
+        return
+    for i, var in enumerate(env):
+        if not isinstance(var, dict) or var.get("name") not in _DEVICE_ENV:
+            continue
+        name = var["name"]
+        value = var.get("value")
+        if "valueFrom" in var and value is None:
+            shown = "a value from valueFrom"
+        else:
+            text = "" if value is None else str(value)
+            if name == "NVIDIA_VISIBLE_DEVICES" and text.strip().lower() in _NO_DEVICES:
+                continue
+            shown = repr(text)
+        yield Violation(
+            message=(
+                f"container {c.name!r} requests no GPU but sets {name} to {shown}; the NVIDIA runtime then exposes "
+                f"GPUs that the device plugin did not allocate: request nvidia.com/gpu in resources.limits or "
+                f"remove {name}"
+            ),
+            path=(*c.path, "env", i),
+        )
+
+
+def _device_host_path(path: str) -> bool:
+    normal = posixpath.normpath(path) if path else path
+    if normal.startswith("//"):
+        normal = "/" + normal.lstrip("/")
+    return normal.startswith("/dev/nvidia") or normal == "/dev/dri" or normal.startswith("/dev/dri/")
+
+
+def _volume_violations(ctx: RuleContext) -> Iterator[Violation]:
+    if ctx.pod.shape == "component":
+        return
+    volumes = ctx.pod.spec.get("volumes")
+    if not isinstance(volumes, list):
+        return
+    for i, vol in enumerate(volumes):
+        host = vol.get("hostPath") if isinstance(vol, dict) else None
+        if not isinstance(host, dict) or not isinstance(host.get("path"), str):
+            continue
+        if _device_host_path(host["path"]):
+            yield Violation(
+                message=(
+                    f"volume {vol.get('name')!r} mounts the host's GPU device nodes ({host['path']}) by hostPath, "
+                    f"bypassing the device plugin: request GPUs in resources.limits instead"
+                ),
+                path=("volumes", i, "hostPath", "path"),
+            )
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    return iter(())
+    for c in ctx.pod.containers:
+        yield from _env_violations(ctx, c)
+    yield from _volume_violations(ctx)
+    if not ctx.gpu_requests():
+        return
+    for c in ctx.pod.containers:
+        security = c.container.get("securityContext")
+        if isinstance(security, dict) and security.get("privileged") is True:
+            yield Violation(
+                message=(
+                    f"container {c.name!r} is privileged in a pod that uses GPUs; privileged containers see every "
+                    f"GPU of the node, not only the allocated ones: remove securityContext.privileged"
+                ),
+                path=(*c.path, "securityContext", "privileged"),
+            )
