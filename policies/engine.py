@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,7 +85,7 @@ def is_gpu_related(pod: PodTemplate, config: Config) -> bool:
                 return True
     for vol in spec.get("volumes") or ():
         if isinstance(vol, dict) and isinstance(vol.get("hostPath"), dict):
-            path = str(vol["hostPath"].get("path", ""))
+            path = posixpath.normpath("/" + str(vol["hostPath"].get("path", "")).lstrip("/"))
             if path.startswith(("/dev/nvidia", "/dev/dri")):
                 return True
     return False

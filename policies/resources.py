@@ -39,6 +39,26 @@ def is_overcommit_allowed(name: str) -> bool:
     return is_native(name) and not is_hugepages(name)
 
 
+# Resources that meter a share of a GPU rather than count devices: HAMi's memory/core quotas
+# (Project-HAMi/HAMi docs: nvidia.com/gpumem, gpumem-percentage, gpucores) and the Intel GPU
+# plugin's shared-dev resources (intel-device-plugins-for-kubernetes cmd/gpu_plugin).
+GPU_SHARE_RESOURCES = frozenset(
+    {
+        "nvidia.com/gpumem",
+        "nvidia.com/gpumem-percentage",
+        "nvidia.com/gpucores",
+        "gpu.intel.com/millicores",
+        "gpu.intel.com/memory.max",
+        "gpu.intel.com/tiles",
+    }
+)
+
+
+def is_gpu_share_resource(name: str) -> bool:
+    """True for quota-like GPU resources (not device counts), incl. ``*_monitoring`` resources."""
+    return name in GPU_SHARE_RESOURCES or name.endswith("_monitoring")
+
+
 class GpuResourceNames:
     """Decides which resource names are GPUs: vendor prefixes plus configured extra names."""
 

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from policies.facts import ClusterFacts
 from policies.podresources import pod_requests
 from policies.podspec import PodTemplate
+from policies.resources import is_gpu_share_resource
 from policies.types import Severity, Violation
 
 
@@ -50,9 +51,11 @@ class RuleContext:
     cache: dict[str, Any] = field(default_factory=dict)
 
     def gpu_requests(self) -> dict[str, Fraction]:
+        """Effective pod requests of GPU devices (quota-like share resources excluded)."""
         key = "gpu_requests:" + self.pod.spec_pointer
         if key not in self.cache:
-            self.cache[key] = pod_requests(self.pod, self.is_gpu)
+            is_gpu = self.is_gpu
+            self.cache[key] = pod_requests(self.pod, lambda n: is_gpu(n) and not is_gpu_share_resource(n))
         result: dict[str, Fraction] = self.cache[key]
         return result
 

@@ -5,9 +5,9 @@ GPUs that nobody allocated, so the scheduler and the kubelet believe they are fr
 
 * ``NVIDIA_VISIBLE_DEVICES`` (or ``NVIDIA_DRIVER_CAPABILITIES``) on a container that requests no
   GPU: the NVIDIA container runtime exposes the listed devices, ``all`` included, to any container
-  of a node whose default runtime is ``nvidia`` (NVIDIA/k8s-device-plugin#87, "If you do not
+  of a node whose default runtime is ``nvidia`` (NVIDIA/k8s-device-plugin README: "If you do not
   request GPUs when you use the device plugin, the plugin exposes all the GPUs on the machine
-  inside your container").  ``void``, ``none`` and the empty string expose no device
+  inside your container"; issue #87).  ``void``, ``none`` and the empty string expose no device
   (NVIDIA Container Toolkit docs, NVIDIA/nvidia-docker#583).  A value taken from ``valueFrom`` is
   unknown here and is reported.
 * a ``hostPath`` volume of ``/dev/nvidia*`` or ``/dev/dri`` device nodes;

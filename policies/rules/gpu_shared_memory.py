@@ -1,23 +1,192 @@
-"""gpu-shared-memory: A multi-GPU container has no memory-backed emptyDir at /dev/shm.
+"""gpu-shared-memory: a multi-GPU container has no memory-backed emptyDir at /dev/shm.
 
-TODO: failing and passing examples.
+Container runtimes give each container a 64 MiB ``/dev/shm``.  Multi-GPU processes use shared
+memory heavily: NCCL's intra-node transport allocates its buffers there (PyTorch's CI crashed "in
+``ncclShmOpen``" until it raised the size, pytorch/tutorials#2475) and PyTorch DataLoader workers
+pass batches through it ("unexpected bus error encountered in worker. This might be caused by
+insufficient shared memory (shm)").  Kubernetes has no ``--shm-size``; the usual remedy is an
+``emptyDir`` with ``medium: Memory`` mounted at ``/dev/shm`` (kubernetes.io, Volumes: "you can set
+the emptyDir.medium field to "Memory" to have Kubernetes mount a tmpfs").  Its contents count
+against the container's memory limit; ``sizeLimit`` caps it.
+
+Components whose pod is built by an operator (TrainJob ``resourcesPerNode``, NIMService) are not
+checked: their volumes come from the runtime or the operator.
+
+Failing::
+
+    containers:
+    - name: trainer
+      resources:
+        limits: {nvidia.com/gpu: 8}
+
+Passing::
+
+    containers:
+    - name: trainer
+      resources:
+        limits: {nvidia.com/gpu: 8}
+      volumeMounts:
+      - {name: dshm, mountPath: /dev/shm}
+    volumes:
+    - name: dshm
+      emptyDir: {medium: Memory}
+
+Fix: add an ``emptyDir: {medium: Memory}`` volume (named ``dshm``, or ``dshm-N`` when taken;
+an existing memory-backed volume already mounted at /dev/shm by another container is reused) and
+mount it at ``/dev/shm``; a plain emptyDir already mounted there gets ``medium: Memory``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
+from policies.podspec import ContainerRef
 from policies.rule import Option, RuleContext
-from policies.types import Severity, Violation
+from policies.rules.gpu_topology_alignment import gpu_devices
+from policies.types import RelOp, Severity, Violation
 
 ID = "gpu-shared-memory"
 DEFAULT_SEVERITY = Severity.WARNING
 NEEDS_FACTS = "no"
 FIXABLE = True
-SUMMARY = "A multi-GPU container has no memory-backed emptyDir at /dev/shm."
-REMEDIATION = "Mount an emptyDir with medium: Memory at /dev/shm."
+SUMMARY = "A multi-GPU container has no memory-backed emptyDir at /dev/shm (NCCL and DataLoader workers need it)."
+REMEDIATION = (
+    "Mount an emptyDir volume with medium: Memory at /dev/shm in every container with two or more GPUs; "
+    "it counts against the memory limit, and sizeLimit caps it."
+)
 OPTIONS: tuple[Option, ...] = ()
+
+SHM_PATH = "/dev/shm"
+VOLUME_BASE_NAME = "dshm"
+
+
+def _gpu_count(ctx: RuleContext, c: ContainerRef) -> int:
+    return int(sum(gpu_devices(c, ctx.is_gpu).values()))
+
+
+def _mounts(c: ContainerRef) -> list[Any]:
+    mounts = c.container.get("volumeMounts")
+    return mounts if isinstance(mounts, list) else []
+
+
+def _shm_mount(c: ContainerRef) -> tuple[int, dict[str, Any]] | None:
+    for i, m in enumerate(_mounts(c)):
+        if isinstance(m, dict) and isinstance(m.get("mountPath"), str) and m["mountPath"].rstrip("/") == SHM_PATH:
+            return i, m
+    return None
+
+
+def _volumes(ctx: RuleContext) -> list[Any]:
+    vols = ctx.pod.spec.get("volumes")
+    return vols if isinstance(vols, list) else []
+
+
+def _find_volume(ctx: RuleContext, name: Any) -> tuple[int, dict[str, Any]] | None:
+    for i, v in enumerate(_volumes(ctx)):
+        if isinstance(v, dict) and v.get("name") == name:
+            return i, v
+    return None
+
+
+def _is_memory_empty_dir(volume: dict[str, Any]) -> bool:
+    empty_dir = volume.get("emptyDir")
+    return isinstance(empty_dir, dict) and empty_dir.get("medium") == "Memory"
+
+
+def _shared_volume_name(ctx: RuleContext) -> str | None:
+    """A memory-backed volume some container already mounts at /dev/shm, to reuse."""
+    for c in ctx.pod.containers:
+        found = _shm_mount(c)
+        if found is None:
+            continue
+        vol = _find_volume(ctx, found[1].get("name"))
+        if vol is not None and _is_memory_empty_dir(vol[1]):
+            return str(vol[1]["name"])
+    return None
+
+
+def _new_volume_name(ctx: RuleContext) -> str:
+    taken = {v.get("name") for v in _volumes(ctx) if isinstance(v, dict)}
+    name, n = VOLUME_BASE_NAME, 1
+    while name in taken:
+        name, n = f"{VOLUME_BASE_NAME}-{n}", n + 1
+    return name
+
+
+def _add_volume_ops(ctx: RuleContext) -> tuple[str, tuple[RelOp, ...]]:
+    reuse = _shared_volume_name(ctx)
+    if reuse is not None:
+        return reuse, ()
+    name = _new_volume_name(ctx)
+    volume = {"name": name, "emptyDir": {"medium": "Memory"}}
+    if isinstance(ctx.pod.spec.get("volumes"), list):
+        return name, (RelOp("add", ("volumes", "-"), volume),)
+    return name, (RelOp("add", ("volumes",), [volume]),)
+
+
+def _add_mount_op(c: ContainerRef, volume_name: str) -> RelOp:
+    mount = {"name": volume_name, "mountPath": SHM_PATH}
+    if isinstance(c.container.get("volumeMounts"), list):
+        return RelOp("add", (*c.path, "volumeMounts", "-"), mount)
+    return RelOp("add", (*c.path, "volumeMounts"), [mount])
+
+
+def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation | None:
+    found = _shm_mount(c)
+    if found is None:
+        name, volume_ops = _add_volume_ops(ctx)
+        at = (*c.path, "volumeMounts") if isinstance(c.container.get("volumeMounts"), list) else c.path
+        return Violation(
+            message=(
+                f"container {c.name!r} uses {gpus} GPUs but has only the runtime's 64 MiB /dev/shm; NCCL and "
+                f"DataLoader workers fail or slow down: mount an emptyDir with medium: Memory at /dev/shm"
+            ),
+            path=at,
+            fix=(*volume_ops, _add_mount_op(c, name)),
+        )
+    index, mount = found
+    at_mount = (*c.path, "volumeMounts", index)
+    vol = _find_volume(ctx, mount.get("name"))
+    if vol is None:
+        return Violation(
+            message=(
+                f"container {c.name!r} mounts volume {mount.get('name')!r} at /dev/shm but the pod has no such volume: "
+                f"add an emptyDir volume with medium: Memory of that name"
+            ),
+            path=at_mount,
+        )
+    vol_index, volume = vol
+    if _is_memory_empty_dir(volume):
+        return None
+    empty_dir = volume.get("emptyDir")
+    if isinstance(empty_dir, dict):
+        return Violation(
+            message=(
+                f"container {c.name!r} uses {gpus} GPUs and mounts emptyDir {volume.get('name')!r} at /dev/shm, "
+                f"but it is disk-backed: set its medium to Memory"
+            ),
+            path=("volumes", vol_index, "emptyDir"),
+            fix=(RelOp("add", ("volumes", vol_index, "emptyDir", "medium"), "Memory"),),
+        )
+    return Violation(
+        message=(
+            f"container {c.name!r} uses {gpus} GPUs and mounts volume {volume.get('name')!r} at /dev/shm, which is "
+            f"not a memory-backed emptyDir: mount an emptyDir with medium: Memory there instead"
+        ),
+        path=at_mount,
+    )
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    return iter(())
+    if ctx.pod.shape == "component":
+        return
+    for c in ctx.pod.containers:
+        if c.kind == "ephemeralContainer":
+            continue
+        gpus = _gpu_count(ctx, c)
+        if gpus < 2:
+            continue
+        violation = _check_container(ctx, c, gpus)
+        if violation is not None:
+            yield violation

@@ -1,23 +1,206 @@
-"""gpu-topology-alignment: A multi-GPU container cannot get CPU/GPU NUMA alignment.
+"""gpu-topology-alignment: a multi-GPU container cannot get its CPUs on its GPUs' NUMA node.
 
-TODO: failing and passing examples.
+The kubelet's Topology Manager aligns devices, CPUs and memory on one NUMA node, but CPUs take part
+only under the static CPU Manager policy, which "allows containers in Guaranteed pods with integer
+CPU requests access to exclusive CPUs on the node" (kubernetes.io, "Control CPU Management Policies
+on the Node"; OpenShift "Using Topology Manager": "To align CPU resources with other requested
+resources in a Pod spec, the CPU Manager must be enabled with the static CPU Manager policy").  A
+container with two or more GPUs in a pod that is not Guaranteed QoS, or whose own CPU request is
+not a whole number, runs on the shared CPU pool, possibly across the socket from its GPUs, which
+slows host-to-device copies and NCCL.  Guaranteed QoS follows ``ComputePodQOS``
+(kubernetes/kubernetes pkg/apis/core/helper/qos/qos.go): every init and app container needs cpu and
+memory limits equal to non-zero requests (a missing request defaults to the limit on Pods); GPUs
+do not count; pod-level ``spec.resources``, when set, decide instead.  Reported as a warning.
+
+With ``topologyManagerPolicy: single-numa-node`` and ``gpusPerNumaNode: N``, a container that
+needs more than N whole GPUs (MIG instances and shared replicas are not counted) can never
+fit one NUMA node: the kubelet rejects the pod on every node with
+``TopologyAffinityError`` ("Resources cannot be allocated with Topology locality",
+pkg/kubelet/cm/topologymanager/scope.go).  That is reported as an **error**, whatever the QoS,
+since the Topology Manager gathers device hints for pods of all QoS classes.  The check uses the
+kubelet's default ``container`` scope.  With ``topologyManagerPolicy: none`` no alignment is ever
+attempted and the rule reports nothing.
+
+Options:
+
+``topologyManagerPolicy``
+    The kubelet ``--topology-manager-policy`` of the GPU nodes: ``unknown`` (default), ``none``,
+    ``best-effort``, ``restricted`` or ``single-numa-node``.
+``gpusPerNumaNode``
+    GPUs attached to one NUMA node of the GPU nodes (e.g. 4 on an 8-GPU, two-socket server);
+    0 (default) means unknown.
+
+Failing::
+
+    containers:
+    - name: trainer
+      resources:
+        limits: {nvidia.com/gpu: 4, cpu: 7500m, memory: 200Gi}
+
+Passing::
+
+    containers:
+    - name: trainer
+      resources:
+        limits: {nvidia.com/gpu: 4, cpu: "8", memory: 200Gi}   # Guaranteed, integer CPUs
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from fractions import Fraction
+from typing import Any
 
+from policies.podresources import container_requests
+from policies.podspec import ContainerRef
+from policies.quantity import try_parse
+from policies.resources import is_gpu_share_resource
 from policies.rule import Option, RuleContext
-from policies.types import Severity, Violation
+from policies.types import RelPath, Severity, Violation
 
 ID = "gpu-topology-alignment"
 DEFAULT_SEVERITY = Severity.WARNING
 NEEDS_FACTS = "no"
 FIXABLE = False
-SUMMARY = "A multi-GPU container cannot get CPU/GPU NUMA alignment."
-REMEDIATION = "Make the pod Guaranteed QoS with integer CPU requests equal to limits."
-OPTIONS: tuple[Option, ...] = ()
+SUMMARY = "A multi-GPU container cannot get CPU/GPU NUMA alignment, or cannot fit one NUMA node under single-numa-node."
+REMEDIATION = (
+    "Make the pod Guaranteed QoS (cpu and memory limits equal to requests in every container) with an integer "
+    "CPU request in each multi-GPU container; under single-numa-node, request at most one NUMA node's GPUs per "
+    "container."
+)
+POLICIES = ("unknown", "none", "best-effort", "restricted", "single-numa-node")
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "topologyManagerPolicy",
+        (str,),
+        "unknown",
+        "The kubelet topology manager policy of the GPU nodes; 'single-numa-node' turns GPUs beyond a NUMA "
+        "node's share into an error, 'none' disables the rule.",
+        POLICIES,
+    ),
+    Option(
+        "gpusPerNumaNode",
+        (int,),
+        0,
+        "GPUs attached to one NUMA node of the GPU nodes; 0 means unknown.",
+    ),
+)
+
+_QOS_RESOURCES = ("cpu", "memory")
+
+# Resources in GPU vendors' namespaces that measure a share of a GPU, not a number of devices:
+# HAMi's vGPU memory/core shares (Project-HAMi/HAMi examples/nvidia) and the Intel GPU plugin's
+# resource-management and monitoring resources (intel/intel-device-plugins-for-kubernetes).
+def gpu_devices(c: ContainerRef, is_gpu: Callable[[str], bool]) -> dict[str, Fraction]:
+    """The GPU devices (whole GPUs, MIG instances, shared replicas) a container requests, by resource."""
+    return {
+        name: q
+        for name, q in container_requests(c, is_gpu).items()
+        if not is_gpu_share_resource(name)
+    }
+
+
+def _whole_gpus(gpus: dict[str, Fraction]) -> int:
+    """Physical GPUs: MIG instances and shared replicas may sit several to one GPU."""
+    return int(sum(q for name, q in gpus.items() if "/mig-" not in name and not name.endswith(".shared")))
+
+
+def _amounts(resources: dict[str, Any], which: str) -> dict[str, Any]:
+    value = resources.get(which)
+    return value if isinstance(value, dict) else {}
+
+
+def _not_guaranteed(resources: dict[str, Any]) -> str | None:
+    """Why these requirements are not Guaranteed (cpu and memory: request == limit > 0), or None."""
+    limits, requests = _amounts(resources, "limits"), _amounts(resources, "requests")
+    for r in _QOS_RESOURCES:
+        if r not in limits:
+            return f"has no {r} limit"
+        limit = try_parse(limits[r])
+        request = try_parse(requests[r]) if r in requests else limit  # Pods default requests to limits
+        if limit is None or request is None:
+            return f"has an invalid {r} quantity"
+        if limit <= 0:
+            return f"has a zero {r} limit"
+        if request != limit:
+            return f"requests {r} {requests[r]} but its limit is {limits[r]}"
+    return None
+
+
+def _qos_problem(ctx: RuleContext) -> str | None:
+    """Why the pod is not Guaranteed QoS, or None when it is."""
+    pod_resources = ctx.pod.spec.get("resources") if ctx.pod.shape != "component" else None
+    if isinstance(pod_resources, dict) and pod_resources:
+        reason = _not_guaranteed(pod_resources)
+        return None if reason is None else f"the pod is not Guaranteed QoS: pod-level spec.resources {reason}"
+    for c in ctx.pod.containers:
+        if c.kind == "ephemeralContainer":
+            continue
+        reason = _not_guaranteed(c.resources)
+        if reason is not None:
+            who = f"{'init ' if c.kind == 'initContainer' else ''}container {c.name!r}"
+            return f"the pod is not Guaranteed QoS: {who} {reason}"
+    return None
+
+
+def _cpu_problem(c: ContainerRef) -> tuple[str, RelPath] | None:
+    """Why this container's CPU request is not a positive integer, and where, or None."""
+    for which in ("requests", "limits"):
+        amounts = c.resource_map(which)
+        if "cpu" in amounts:
+            q = try_parse(amounts["cpu"])
+            if q is not None and q > 0 and q.denominator == 1:
+                return None
+            return f"its CPU request {amounts['cpu']} is not a whole number of CPUs", (*c.resources_path, which, "cpu")
+    return "it requests no CPU", c.resources_path
+
+
+def _gpu_key_path(c: ContainerRef, names: list[str]) -> RelPath:
+    for which in ("limits", "requests"):
+        for name in names:
+            if name in c.resource_map(which):
+                return (*c.resources_path, which, name)
+    return c.resources_path
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    return iter(())
+    policy = ctx.options.get("topologyManagerPolicy", "unknown")
+    per_numa = ctx.options.get("gpusPerNumaNode", 0)
+    if policy == "none":
+        return
+    qos_problem: str | None = None
+    qos_checked = False
+    for c in ctx.pod.containers:
+        if c.kind == "ephemeralContainer":
+            continue
+        gpus = gpu_devices(c, ctx.is_gpu)
+        count = int(sum(gpus.values()))
+        if count < 2:
+            continue
+        whole = _whole_gpus(gpus)
+        if policy == "single-numa-node" and isinstance(per_numa, int) and 0 < per_numa < whole:
+            yield Violation(
+                message=(
+                    f"container {c.name!r} needs {whole} GPUs but a NUMA node has {per_numa}; under the "
+                    f"single-numa-node topology policy the kubelet rejects the pod with TopologyAffinityError: "
+                    f"request at most {per_numa} GPUs per container (split the work across pods or containers)"
+                ),
+                path=_gpu_key_path(c, sorted(gpus, key=lambda n: -gpus[n])),
+                severity=Severity.ERROR,
+            )
+            continue
+        if not qos_checked:
+            qos_problem, qos_checked = _qos_problem(ctx), True
+        # A pod that is not Guaranteed gets no exclusive CPUs at all, so its reason comes first.
+        found = (qos_problem, c.resources_path) if qos_problem is not None else _cpu_problem(c)
+        if found is None:
+            continue
+        reason, path = found
+        yield Violation(
+            message=(
+                f"container {c.name!r} uses {count} GPUs but {reason}, so the kubelet cannot give it exclusive CPUs "
+                f"on its GPUs' NUMA node: make the pod Guaranteed (cpu and memory limits equal to requests in every "
+                f"container) with an integer cpu request"
+            ),
+            path=path,
+        )

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from policies.quantity import format_quantity, try_parse
+from policies.quantity import try_parse
 from policies.resources import is_extended
 from policies.rule import Option, RuleContext
 from policies.types import Severity, Violation
@@ -41,7 +41,10 @@ ID = "gpu-whole-number"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS = "no"
 FIXABLE = False
-SUMMARY = "A GPU (any extended resource) quantity is not a whole non-negative number, or GPUs appear in pod-level spec.resources."
+SUMMARY = (
+    "A GPU (any extended resource) quantity is not a whole non-negative number, "
+    "or GPUs appear in pod-level spec.resources."
+)
 REMEDIATION = (
     "Request whole GPUs (1, 2, …) in a container's resources; for a fraction of a GPU use MIG profiles, "
     "time-slicing/MPS replicas or DRA."
@@ -52,14 +55,19 @@ _WHICH = ("limits", "requests")
 
 
 def _problem(value: Any) -> str | None:
+    """What is wrong with a quantity, phrased to follow "<field> is <value>", or None."""
     q = try_parse(value)
     if q is None:
-        return "is not a valid quantity"
+        return "which is not a valid quantity"
     if q < 0:
-        return "is negative; it must be greater than or equal to 0"
+        return "but quantities must be greater than or equal to 0"
     if q.denominator != 1:
-        return f"is {format_quantity(q)}, not a whole number; extended resources must be integers"
+        return "but extended resources must be whole numbers"
     return None
+
+
+def _shown(value: Any) -> str:
+    return repr(value) if isinstance(value, str) and try_parse(value) is None else str(value)
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
@@ -71,11 +79,13 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
                 problem = _problem(value)
                 if problem is None:
                     continue
+                advice = (
+                    "request whole GPUs (for a fraction of a GPU use MIG profiles, time-slicing/MPS replicas or DRA)"
+                    if ctx.is_gpu(name)
+                    else f"request a whole number of {name}"
+                )
                 yield Violation(
-                    message=(
-                        f"container {c.name!r}: {which}.{name}: {value!r} {problem}; request whole units "
-                        f"(for a fraction of a GPU use MIG profiles, time-slicing/MPS replicas or DRA)"
-                    ),
+                    message=f"container {c.name!r}: {which}.{name} is {_shown(value)}, {problem}: {advice}",
                     path=(*c.resources_path, which, name),
                 )
     if ctx.pod.shape == "component":
