@@ -20,7 +20,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that subcommand's module is imported (fast start-up)."""
     parser = argparse.ArgumentParser(
         prog="gpuguard",
         description="Will this pod get a working GPU? GPU policy checks for Kubernetes.",
@@ -28,14 +29,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        module = importlib.import_module(module_name)
-        module.add_arguments(p)
+        if only is None or name == only:
+            module = importlib.import_module(module_name)
+            module.add_arguments(p)
         p.set_defaults(_module=module_name)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in args_list if not a.startswith("-")), None)
+    parser = build_parser(chosen if chosen in SUBCOMMANDS else None)
+    argv = args_list
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad usage, 0 on --help

@@ -24,6 +24,7 @@ class Option:
     default: Any
     doc: str
     choices: tuple[Any, ...] = ()
+    check: Callable[[Any], list[str]] | None = None  # deeper validation: problem descriptions
 
     def validate(self, value: Any) -> str | None:
         if isinstance(value, bool) and bool not in self.types:
@@ -32,6 +33,10 @@ class Option:
             return f"expected {self.type_names()}, got {type(value).__name__}"
         if self.choices and value not in self.choices:
             return f"expected one of {', '.join(map(str, self.choices))}, got {value!r}"
+        if self.check is not None:
+            problems = self.check(value)
+            if problems:
+                return "; ".join(problems)
         return None
 
     def type_names(self) -> str:

@@ -1,14 +1,55 @@
 """gpu-cuda-driver-mismatch: the image's CUDA version needs a newer driver than the candidate nodes run.
 
-TODO: implemented with its knowledge base in policies/data/.
+For each container that requests a GPU, the CUDA version of its image is resolved (annotation
+``gpuguard.io/cuda-version[.<container>]``, then the ``imageRules`` option, then the image tag:
+``nvidia/cuda``, NGC frameworks, ``pytorch/pytorch``; unknown images are skipped, never guessed).
+Each candidate node group — offering the requested GPU resource and admitted by the pod's
+selectors, affinity and tolerations — is classed by its GPU Feature Discovery driver labels as
+native, minor-version compatible, forward compatible (data-center GPUs only) or incompatible
+(see ``policies.cuda.compat``).  Nodes without driver labels are never held against the pod.
+
+Severity is graded by the rule (a severity set in config overrides it):
+
+* error — no candidate node can run the image;
+* warning — some candidates cannot run it, or it runs only in a compatibility mode everywhere;
+* info — native nodes exist and the other candidates run it only in a compatibility mode.
+
+Failing (the only untainted GPU node is a Tesla T4 on driver 470, which CUDA 13 images do not
+accept)::
+
+    containers:
+    - name: train
+      image: nvidia/cuda:13.0.2-runtime-ubuntu22.04
+      resources: {limits: {nvidia.com/gpu: 1}}
+
+Passing::
+
+    - name: train
+      image: nvidia/cuda:11.4.3-runtime-ubuntu20.04    # driver 470.256.02 runs CUDA 11.4 natively
+
+Fix: a required node affinity on ``nvidia.com/cuda.driver-version.{major,minor,revision}``
+(plus the deprecated ``nvidia.com/cuda.driver.*`` names when some nodes carry only those) that
+admits drivers running the image natively — or, when no candidate does, under minor-version
+compatibility.  It is offered only when it removes a candidate and leaves at least one.
+
+Options: ``imageRules`` — ``[{pattern: "<regex>", cudaVersion: "12.4"}]`` for private images.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
 
+from policies.cuda.affinity import affinity_fix, driver_terms
+from policies.cuda.compat import Mode, Requirement, classify, native_cuda_text, requirement
+from policies.cuda.resolve import parse_image_rules, resolve
+from policies.cuda.versions import Version, format_driver, major_minor, parse_version
+from policies.facts import LABEL_DRIVER_FULL, LABEL_DRIVER_NEW, LABEL_DRIVER_OLD, ClusterFacts
+from policies.podspec import ContainerRef
 from policies.rule import Option, RuleContext
-from policies.types import Severity, Violation
+from policies.scheduling import GroupVerdict, analysis_cached, term_matches
+from policies.types import RelOp, Severity, Violation
 
 ID = "gpu-cuda-driver-mismatch"
 DEFAULT_SEVERITY = Severity.ERROR
@@ -16,8 +57,188 @@ NEEDS_FACTS = "yes"
 FIXABLE = True
 SUMMARY = "An image's CUDA version needs a newer driver than the nodes it can land on run."
 REMEDIATION = "Pin the pod to nodes whose driver runs the image, or use an image built for an older CUDA."
-OPTIONS: tuple[Option, ...] = ()
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "imageRules",
+        (list,),
+        [],
+        "CUDA versions of private images: a list of {pattern: <regular expression searched in the image "
+        "reference>, cudaVersion: \"12.4\"}; the first matching entry wins.",
+        check=lambda raw: parse_image_rules(raw)[1],
+    ),
+)
+
+_MODE_ORDER = (Mode.INCOMPATIBLE, Mode.MINOR, Mode.FORWARD, Mode.NATIVE, Mode.UNKNOWN)
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    container: ContainerRef
+    image: str
+    req: Requirement
+    rows: tuple[tuple[GroupVerdict, Mode], ...]
+    severity: Severity
+
+    def with_mode(self, *modes: Mode) -> list[GroupVerdict]:
+        return [v for v, m in self.rows if m in modes]
+
+    def fix_minimum(self) -> Version | None:
+        """The driver floor a fix should demand, or None when pinning would not help."""
+        native = self.with_mode(Mode.NATIVE)
+        if native and len(native) < len([m for _, m in self.rows if m is not Mode.UNKNOWN]):
+            return self.req.native_min
+        if not native and self.with_mode(Mode.INCOMPATIBLE) and self.with_mode(Mode.MINOR):
+            return self.req.mvc_floor
+        return None
+
+
+def _requests_gpu(container: ContainerRef, ctx: RuleContext) -> bool:
+    if container.kind == "ephemeralContainer":
+        return False
+    return any(
+        isinstance(name, str) and ctx.is_gpu(name)
+        for which in ("limits", "requests")
+        for name in container.resource_map(which)
+    )
+
+
+def _grade(modes: list[Mode]) -> Severity | None:
+    known = [m for m in modes if m is not Mode.UNKNOWN]
+    if not known:
+        return None
+    if not any(m.runs for m in modes):
+        return Severity.ERROR if Mode.UNKNOWN not in modes else Severity.WARNING
+    if Mode.INCOMPATIBLE in known:
+        return Severity.WARNING
+    if Mode.NATIVE not in known:
+        return Severity.WARNING
+    if any(m.compat_only for m in known):
+        return Severity.INFO
+    return None
+
+
+def _annotations(ctx: RuleContext) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    meta = ctx.obj.get("metadata")
+    if isinstance(meta, Mapping) and isinstance(meta.get("annotations"), Mapping):
+        merged.update(meta["annotations"])
+    merged.update(ctx.pod.annotations)  # the pod template's own annotations win
+    return merged
+
+
+def _old_labels_only(facts: ClusterFacts, cache: dict[str, Any]) -> bool:
+    """Whether some node carries the deprecated GFD driver labels but not the current ones."""
+    key = "cuda:old-driver-labels"
+    if key not in cache:
+        cache[key] = any(
+            LABEL_DRIVER_OLD[0] in g.representative.labels
+            and LABEL_DRIVER_NEW[0] not in g.representative.labels
+            and LABEL_DRIVER_FULL not in g.representative.labels
+            for g in facts.groups
+        )
+    result: bool = cache[key]
+    return result
+
+
+def _driver_text(verdict: GroupVerdict) -> str:
+    driver = verdict.nodes[0].driver_version
+    return format_driver(driver) if driver else "unknown"
+
+
+def _message(a: Assessment) -> str:
+    parts = []
+    for mode in _MODE_ORDER:
+        groups = a.with_mode(mode)
+        if groups:
+            listed = "; ".join(f"{v.describe()} driver {_driver_text(v)}" for v in groups)
+            parts.append(f"{mode.value}: {listed}")
+    verdict = {
+        Severity.ERROR: "no candidate node can run it",
+        Severity.WARNING: (
+            "some candidate nodes cannot run it"
+            if a.with_mode(Mode.INCOMPATIBLE)
+            else "it runs only in a compatibility mode on every candidate node"
+        ),
+        Severity.INFO: "it runs natively on some candidate nodes, only in a compatibility mode on others",
+    }[a.severity]
+    return (
+        f"container {a.container.name!r}: image {a.image} needs CUDA {a.req.cuda_text} "
+        f"(from {a.req.source}; native driver {a.req.describe_native()}), {verdict} — " + " | ".join(parts)
+    )
+
+
+def _remediation(a: Assessment, fixed: bool) -> str:
+    native = a.req.describe_native()
+    if fixed:
+        head = (
+            f"Keep the pod on nodes with driver {native} "
+            "(the fix adds a required node affinity on the GFD driver labels)"
+        )
+    else:
+        head = f"Upgrade the driver of the candidate nodes to {native} or schedule the pod on such nodes"
+    natives = [
+        parse_version(t)
+        for v, m in a.rows
+        if m is not Mode.UNKNOWN and (drv := v.nodes[0].driver_version) and (t := native_cuda_text(drv))
+    ]
+    lowest = min((n for n in natives if n), default=None)
+    if lowest and lowest < major_minor(a.req.cuda):
+        head += f", or use an image built for CUDA {'.'.join(map(str, lowest))} or older"
+    return head + "."
+
+
+def _pod_fix(ctx: RuleContext, assessments: list[Assessment], candidates: list[GroupVerdict]) -> tuple[RelOp, ...]:
+    minimums = [m for a in assessments if (m := a.fix_minimum()) is not None]
+    if not minimums:
+        return ()
+    minimum = max(minimums)
+    terms = driver_terms(minimum, _old_labels_only(ctx.facts, ctx.cache))
+    as_terms = [{"matchExpressions": t} for t in terms]
+    kept = [v for v in candidates if any(term_matches(t, v.nodes[0]) for t in as_terms)]
+    if not kept or len(kept) == len(candidates):
+        return ()
+    for a in assessments:
+        modes = {id(v): m for v, m in a.rows}
+        if not all(modes[id(v)].runs for v in kept):
+            return ()
+    return affinity_fix(ctx.pod.spec, terms)
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    return iter(())
+    containers = [c for c in ctx.pod.containers if _requests_gpu(c, ctx)]
+    if not containers:
+        return
+    candidates = [
+        v
+        for v in analysis_cached(ctx.cache, ctx.pod, ctx.gpu_requests(), ctx.facts)
+        if v.offers and v.selector_ok and v.taints_ok
+    ]
+    if not candidates:
+        return
+    rules, _problems = parse_image_rules(ctx.options.get("imageRules"))
+    annotations = _annotations(ctx)
+    assessments: list[Assessment] = []
+    for c in containers:
+        image = c.container.get("image")
+        resolution = resolve(image if isinstance(image, str) else None, c.name, annotations, rules)
+        req = requirement(resolution) if resolution else None
+        if req is None:
+            continue
+        rows = tuple(
+            (v, classify(req, v.nodes[0].driver_version, v.nodes[0].gpu_product)) for v in candidates
+        )
+        severity = _grade([m for _, m in rows])
+        if severity is not None:
+            assessments.append(Assessment(c, str(image), req, rows, severity))
+    if not assessments:
+        return
+    fix = _pod_fix(ctx, assessments, candidates)
+    for i, a in enumerate(assessments):
+        yield Violation(
+            message=_message(a),
+            path=(*a.container.path, "image"),
+            # One affinity serves every container; attaching it once keeps the combined patch clean.
+            fix=fix if i == 0 else (),
+            severity=a.severity,
+            remediation=_remediation(a, bool(fix)),
+        )

@@ -1,0 +1,88 @@
+"""Which CUDA version a container's image needs, in order of authority:
+
+1. the annotation ``gpuguard.io/cuda-version.<container>`` on the pod (template) metadata;
+2. the annotation ``gpuguard.io/cuda-version`` (every container of the pod);
+3. the rule option ``imageRules`` (``[{pattern: <regex>, cudaVersion: "12.4"}]``, first match wins;
+   the pattern is searched in the whole image reference, anchor it with ``^`` as needed);
+4. the image reference itself (``policies.cuda.image``).
+
+Annotation values and rule versions must be dotted numbers (``12.4`` or ``12.4.1``); an
+unreadable one is skipped and the next source is tried.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from policies.cuda.image import cuda_from_image
+from policies.cuda.versions import Version, parse_version
+
+ANNOTATION = "gpuguard.io/cuda-version"
+
+
+@dataclass(frozen=True, slots=True)
+class ImageRule:
+    pattern: re.Pattern[str]
+    version: Version
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    version: Version
+    source: str
+    datacenter_drivers: tuple[Version, ...] | None = None  # NGC release notes' own forward-compat list
+
+
+def parse_image_rules(raw: Any) -> tuple[tuple[ImageRule, ...], list[str]]:
+    """Valid rules and a problem description for each entry that is not one."""
+    rules: list[ImageRule] = []
+    problems: list[str] = []
+    for i, entry in enumerate(raw if isinstance(raw, list) else ()):
+        if not isinstance(entry, Mapping):
+            problems.append(f"imageRules[{i}]: expected a mapping with pattern and cudaVersion")
+            continue
+        version = parse_version(entry.get("cudaVersion"))
+        if version is None or len(version) < 2:
+            problems.append(f"imageRules[{i}].cudaVersion: expected a version such as \"12.4\"")
+            continue
+        try:
+            pattern = re.compile(str(entry.get("pattern", "")))
+        except re.error as exc:
+            problems.append(f"imageRules[{i}].pattern: invalid regular expression ({exc})")
+            continue
+        rules.append(ImageRule(pattern, version))
+    return tuple(rules), problems
+
+
+def _annotation_version(annotations: Mapping[str, Any], key: str) -> Version | None:
+    version = parse_version(annotations.get(key))
+    return version if version is not None and len(version) >= 2 else None
+
+
+def resolve(
+    image: str | None,
+    container: str | None = None,
+    annotations: Mapping[str, Any] | None = None,
+    rules: Sequence[ImageRule] = (),
+) -> Resolution | None:
+    annotations = annotations or {}
+    if container:
+        key = f"{ANNOTATION}.{container}"
+        version = _annotation_version(annotations, key)
+        if version:
+            return Resolution(version, f"annotation {key}")
+    version = _annotation_version(annotations, ANNOTATION)
+    if version:
+        return Resolution(version, f"annotation {ANNOTATION}")
+    if not isinstance(image, str):
+        return None
+    for rule in rules:
+        if rule.pattern.search(image):
+            return Resolution(rule.version, f"imageRules pattern {rule.pattern.pattern!r}")
+    found = cuda_from_image(image)
+    if found is None:
+        return None
+    return Resolution(found.version, found.source, found.datacenter_drivers)
