@@ -122,7 +122,8 @@ def evaluate(obj: dict[str, Any], config: Config | None = None, facts: ClusterFa
             if module.NEEDS_FACTS == "yes" and not has_facts:
                 skipped.add(rule_id)
                 continue
-            if module.NEEDS_FACTS == "yes" and not pod.scheduling_known:
+            if not pod.scheduling_known and getattr(module, "NEEDS_SCHEDULING", module.NEEDS_FACTS == "yes"):
+                # Operator-built pods (TrainJob, NIMService): their selectors/tolerations are unknown.
                 continue
             ctx = RuleContext(
                 obj=obj,

@@ -121,10 +121,16 @@ def parse_cuda_version(labels: Mapping[str, str]) -> Version | None:
 
 @dataclass(frozen=True, slots=True)
 class NodeGroup:
-    """Nodes identical in everything scheduling looks at except per-node (volatile) labels."""
+    """Nodes identical in everything scheduling looks at except per-node (volatile) labels.
+
+    ``varying_labels`` names the label keys left out of the grouping key on some member (volatile
+    keys and labels whose value is the node's own name): a selector reading one of them has to be
+    evaluated per member, not on the representative.
+    """
 
     representative: NodeFacts
     members: tuple[NodeFacts, ...]
+    varying_labels: frozenset[str] = frozenset()
 
     @property
     def size(self) -> int:
@@ -138,11 +144,17 @@ class NodeGroup:
         return ", ".join(names) + more + what
 
 
+def _is_per_node(node: NodeFacts, key: str, value: str) -> bool:
+    return key in VOLATILE_LABELS or value == node.name
+
+
 def _group_key(node: NodeFacts) -> tuple[Any, ...]:
-    labels = tuple(
-        sorted((k, v) for k, v in node.labels.items() if k not in VOLATILE_LABELS and v != node.name)
-    )
+    labels = tuple(sorted((k, v) for k, v in node.labels.items() if not _is_per_node(node, k, v)))
     return (labels, node.taints, tuple(sorted(node.allocatable.items())), node.unschedulable)
+
+
+def _varying_labels(members: Iterable[NodeFacts]) -> frozenset[str]:
+    return frozenset(k for m in members for k, v in m.labels.items() if _is_per_node(m, k, v))
 
 
 @dataclass(frozen=True)
@@ -157,7 +169,9 @@ class ClusterFacts:
         buckets: dict[tuple[Any, ...], list[NodeFacts]] = {}
         for node in self.nodes:
             buckets.setdefault(_group_key(node), []).append(node)
-        groups = tuple(NodeGroup(members[0], tuple(members)) for members in buckets.values())
+        groups = tuple(
+            NodeGroup(members[0], tuple(members), _varying_labels(members)) for members in buckets.values()
+        )
         object.__setattr__(self, "groups", groups)
 
     @property
@@ -211,7 +225,8 @@ def _flatten(objects: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]
 def _str_map(value: Any) -> dict[str, str]:
     if not isinstance(value, Mapping):
         return {}
-    return {str(k): "" if v is None else str(v) for k, v in value.items()}
+    # A hand-written snapshot may carry unquoted YAML booleans; the API server would hold "true".
+    return {str(k): "" if v is None else str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
 
 
 def node_from_object(obj: Mapping[str, Any]) -> NodeFacts | None:
@@ -224,7 +239,8 @@ def node_from_object(obj: Mapping[str, Any]) -> NodeFacts | None:
     status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
     assert isinstance(spec, Mapping) and isinstance(status, Mapping)
     taints = []
-    for t in spec.get("taints") or ():
+    raw_taints = spec.get("taints")
+    for t in raw_taints if isinstance(raw_taints, list) else ():
         if isinstance(t, Mapping) and isinstance(t.get("key"), str):
             taints.append(Taint(t["key"], str(t.get("value") or ""), str(t.get("effect") or "")))
     allocatable: dict[str, Fraction] = {}
@@ -251,7 +267,8 @@ def runtime_class_from_object(obj: Mapping[str, Any]) -> RuntimeClassFacts | Non
         return None
     scheduling = obj.get("scheduling") if isinstance(obj.get("scheduling"), Mapping) else {}
     assert isinstance(scheduling, Mapping)
-    tolerations = tuple(t for t in scheduling.get("tolerations") or () if isinstance(t, Mapping))
+    raw = scheduling.get("tolerations")
+    tolerations = tuple(t for t in raw if isinstance(t, Mapping)) if isinstance(raw, list) else ()
     return RuntimeClassFacts(
         name=name,
         handler=str(obj.get("handler") or ""),

@@ -10,33 +10,54 @@ k8s.io/component-helpers/scheduling/corev1.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from policies.facts import VOLATILE_LABELS, ClusterFacts, NodeFacts, NodeGroup, Taint
-from policies.podspec import PodTemplate
-from policies.quantity import format_quantity
+from policies.facts import VOLATILE_LABELS, ClusterFacts, NodeFacts, NodeGroup, RuntimeClassFacts, Taint
+from policies.podspec import ContainerRef, PodTemplate
+from policies.quantity import format_quantity, try_parse
+from policies.types import RelPath
 
 SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
+_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def _int64(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64): optional sign and decimal digits only."""
+    if not _INT.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
 
 
 def toleration_tolerates(tol: Mapping[str, Any], taint: Taint) -> bool:
-    """corev1.Toleration.ToleratesTaint."""
-    effect = tol.get("effect") or ""
+    """k8s.io/api core/v1 ``Toleration.ToleratesTaint`` (toleration.go).
+
+    An empty effect matches every effect, an empty key every key; operator "" means Equal;
+    ``Lt``/``Gt`` (numeric threshold tolerations) compare the taint's value with the toleration's
+    as int64.  An empty key with Equal is rejected by API validation, so it never reaches here
+    from a valid object; like upstream we then just compare values.
+    """
+    effect = str(tol.get("effect") or "")
     if effect and effect != taint.effect:
         return False
-    key = tol.get("key") or ""
-    operator = tol.get("operator") or "Equal"
+    key = str(tol.get("key") or "")
     if key and key != taint.key:
         return False
+    operator = str(tol.get("operator") or "Equal")
+    value = "" if tol.get("value") is None else str(tol.get("value"))
+    if operator == "Equal":
+        return value == taint.value
     if operator == "Exists":
         return True
-    if operator == "Equal":
-        if not key:  # an empty key needs Exists
+    if operator in ("Lt", "Gt"):
+        limit, actual = _int64(value), _int64(taint.value)
+        if limit is None or actual is None:
             return False
-        return str(tol.get("value") or "") == taint.value
+        return actual < limit if operator == "Lt" else actual > limit
     return False
 
 
@@ -49,9 +70,33 @@ def untolerated(tolerations: Iterable[Mapping[str, Any]], taints: Iterable[Taint
     ]
 
 
+_LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+def _values(expr: Mapping[str, Any]) -> list[str] | None:
+    raw = expr.get("values")
+    if raw is None:
+        return []
+    return [str(v) for v in raw] if isinstance(raw, list) else None
+
+
+def _requirement_valid(op: Any, values: list[str]) -> bool:
+    """labels.NewRequirement: In/NotIn need values, Exists/DoesNotExist none, Gt/Lt one integer."""
+    if op in ("In", "NotIn"):
+        return bool(values)
+    if op in ("Exists", "DoesNotExist"):
+        return not values
+    if op in ("Gt", "Lt"):
+        return len(values) == 1 and _int64(values[0]) is not None
+    return False
+
+
 def _expression_matches(expr: Mapping[str, Any], value: str | None) -> bool:
+    """One matchExpressions requirement against a label value (None: label absent)."""
     op = expr.get("operator")
-    values = [str(v) for v in expr.get("values") or ()]
+    values = _values(expr)
+    if values is None or not _requirement_valid(op, values):
+        return False  # a parse error: upstream the term then matches no node
     if op == "In":
         return value is not None and value in values
     if op == "NotIn":
@@ -60,42 +105,57 @@ def _expression_matches(expr: Mapping[str, Any], value: str | None) -> bool:
         return value is not None
     if op == "DoesNotExist":
         return value is None
-    if op in ("Gt", "Lt"):
-        if value is None or len(values) != 1:
-            return False
-        try:
-            left, right = int(value), int(values[0])
-        except ValueError:
-            return False
-        return left > right if op == "Gt" else left < right
-    return False
+    if value is None:
+        return False
+    left, right = _int64(value), _int64(values[0])
+    if left is None or right is None:
+        return False
+    return left > right if op == "Gt" else left < right
+
+
+def _field_matches(expr: Mapping[str, Any], node: NodeFacts) -> bool:
+    """matchFields: only ``metadata.name``, only In/NotIn with exactly one value."""
+    op = expr.get("operator")
+    values = _values(expr)
+    if op not in ("In", "NotIn") or values is None or len(values) != 1:
+        return False
+    value = node.name if expr.get("key") == "metadata.name" else None
+    if op == "In":
+        return value == values[0]
+    return value != values[0]
 
 
 def term_matches(term: Mapping[str, Any], node: NodeFacts) -> bool:
-    exprs = [e for e in term.get("matchExpressions") or () if isinstance(e, Mapping)]
-    fields = [e for e in term.get("matchFields") or () if isinstance(e, Mapping)]
+    """A nodeSelectorTerm: expressions and fields ANDed; an empty term matches no node."""
+    raw_exprs, raw_fields = term.get("matchExpressions"), term.get("matchFields")
+    exprs = [e for e in raw_exprs if isinstance(e, Mapping)] if isinstance(raw_exprs, list) else []
+    fields = [e for e in raw_fields if isinstance(e, Mapping)] if isinstance(raw_fields, list) else []
     if not exprs and not fields:
         return False
     for e in exprs:
         if not _expression_matches(e, node.labels.get(str(e.get("key")))):
             return False
-    for f in fields:
-        value = node.name if f.get("key") == "metadata.name" else None
-        if not _expression_matches(f, value):
-            return False
-    return True
+    return all(_field_matches(f, node) for f in fields)
 
 
 @dataclass(frozen=True, slots=True)
 class NodeConstraints:
     """What the pod (plus its RuntimeClass) demands of a node, pre-digested."""
 
-    node_selector: Mapping[str, str]
+    node_selector: Mapping[str, str]  # the pod's nodeSelector merged with its RuntimeClass's
     required_terms: tuple[Mapping[str, Any], ...] | None  # None: no required affinity
     tolerations: tuple[Mapping[str, Any], ...]
-    per_node: bool  # the constraints read per-node labels or fields: evaluate members, not groups
+    per_node: bool  # the constraints read volatile labels or fields: evaluate members, not groups
+    label_keys: frozenset[str] = frozenset()
+    uses_fields: bool = False
+    runtime_class: RuntimeClassFacts | None = None
+    # nodeSelector keys the pod and its RuntimeClass set to different values: admission rejects
+    # such a pod ("conflict: runtimeClass.scheduling.nodeSelector[...]"), so no node matches.
+    conflicts: tuple[str, ...] = ()
 
     def selector_ok(self, node: NodeFacts) -> bool:
+        if self.conflicts:
+            return False
         for k, v in self.node_selector.items():
             if node.labels.get(k) != v:
                 return False
@@ -106,8 +166,17 @@ class NodeConstraints:
     def untolerated(self, node: NodeFacts) -> list[Taint]:
         return untolerated(self.tolerations, node.taints)
 
+    def per_node_in(self, group: NodeGroup) -> bool:
+        """Whether the selector must be evaluated on each member of ``group``."""
+        return self.per_node or bool(self.label_keys & group.varying_labels)
+
 
 def required_terms(spec: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...] | None:
+    """The required node-affinity terms; () when the field is present but holds no term.
+
+    Upstream (component-helpers nodeaffinity.GetRequiredNodeAffinity) a present
+    requiredDuringSchedulingIgnoredDuringExecution with no (non-empty) term matches no node.
+    """
     affinity = spec.get("affinity")
     if not isinstance(affinity, Mapping):
         return None
@@ -119,28 +188,45 @@ def required_terms(spec: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...] | N
         return None
     terms = req.get("nodeSelectorTerms")
     if not isinstance(terms, list):
-        return None
+        return ()
     return tuple(t for t in terms if isinstance(t, Mapping))
 
 
+def pod_node_selector(spec: Mapping[str, Any]) -> dict[str, str]:
+    raw = spec.get("nodeSelector")
+    return {str(k): "" if v is None else str(v) for k, v in raw.items()} if isinstance(raw, Mapping) else {}
+
+
+def pod_tolerations(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    raw = spec.get("tolerations")
+    return [t for t in raw if isinstance(t, Mapping)] if isinstance(raw, list) else []
+
+
 def constraints_for(pod: PodTemplate, facts: ClusterFacts) -> NodeConstraints:
+    """The pod's node constraints after the RuntimeClass admission plugin's merge.
+
+    plugin/pkg/admission/runtimeclass setScheduling: the RuntimeClass nodeSelector is merged into
+    the pod's (a differing value for the same key rejects the pod), its tolerations are appended.
+    """
     spec = pod.spec
-    selector = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()} if isinstance(
-        spec.get("nodeSelector"), Mapping
-    ) else {}
-    tolerations = [t for t in spec.get("tolerations") or () if isinstance(t, Mapping)] if isinstance(
-        spec.get("tolerations"), list
-    ) else []
+    selector = pod_node_selector(spec)
+    tolerations = pod_tolerations(spec)
+    conflicts: list[str] = []
     rc_name = spec.get("runtimeClassName")
-    if isinstance(rc_name, str) and rc_name in facts.runtime_classes:
-        rc = facts.runtime_classes[rc_name]
-        selector = {**rc.node_selector, **selector}
-        tolerations.extend(rc.tolerations)
+    rc = facts.runtime_classes.get(rc_name) if isinstance(rc_name, str) else None
+    if rc is not None:
+        for key, value in rc.node_selector.items():
+            if key in selector and selector[key] != value:
+                conflicts.append(key)
+            else:
+                selector[key] = value
+        tolerations.extend(t for t in rc.tolerations if t not in tolerations)
     terms = required_terms(spec)
     keys = set(selector)
     uses_fields = False
     for term in terms or ():
-        for e in term.get("matchExpressions") or ():
+        exprs = term.get("matchExpressions")
+        for e in exprs if isinstance(exprs, list) else ():
             if isinstance(e, Mapping):
                 keys.add(str(e.get("key")))
         if term.get("matchFields"):
@@ -150,6 +236,10 @@ def constraints_for(pod: PodTemplate, facts: ClusterFacts) -> NodeConstraints:
         required_terms=terms,
         tolerations=tuple(tolerations),
         per_node=uses_fields or bool(keys & VOLATILE_LABELS),
+        label_keys=frozenset(keys),
+        uses_fields=uses_fields,
+        runtime_class=rc,
+        conflicts=tuple(conflicts),
     )
 
 
@@ -165,6 +255,7 @@ class GroupVerdict:
     untolerated: list[Taint] = field(default_factory=list)
     schedulable: bool = True
     shortfalls: dict[str, tuple[Fraction, Fraction]] = field(default_factory=dict)
+    missing: tuple[str, ...] = ()  # requested GPU resources this group does not advertise
 
     @property
     def taints_ok(self) -> bool:
@@ -174,16 +265,21 @@ class GroupVerdict:
     def passes(self) -> bool:
         return self.offers and self.fits and self.selector_ok and self.taints_ok and self.schedulable
 
+    @property
+    def size(self) -> int:
+        return len(self.nodes)
+
     def reasons(self) -> list[str]:
         out = []
         if not self.schedulable:
             out.append("cordoned (spec.unschedulable)")
         if not self.offers:
-            out.append("does not offer the requested GPU resource")
+            what = ", ".join(self.missing) if self.missing else "the requested GPU resource"
+            out.append(f"offers no {what}")
         for name, (want, have) in self.shortfalls.items():
-            out.append(f"{name}: asks {format_quantity(want)}, node has {format_quantity(have)}")
+            out.append(f"has {format_quantity(have)} {name} allocatable, the pod asks {format_quantity(want)}")
         if not self.selector_ok:
-            out.append("nodeSelector/affinity does not match")
+            out.append("labels do not match the nodeSelector/required node affinity")
         if self.untolerated:
             out.append("untolerated taint " + ", ".join(str(t) for t in self.untolerated))
         return out
@@ -202,15 +298,15 @@ def analyse(
     verdicts: list[GroupVerdict] = []
     for group in facts.groups:
         rep = group.representative
-        offers = all(rep.allocatable.get(n, Fraction(0)) > 0 for n in requests)
+        missing = tuple(n for n in requests if rep.allocatable.get(n, Fraction(0)) <= 0)
         shortfalls = {
-            n: (q, rep.allocatable.get(n, Fraction(0)))
+            n: (q, rep.allocatable[n])
             for n, q in requests.items()
-            if rep.allocatable.get(n, Fraction(0)) > 0 and rep.allocatable[n] < q
+            if n not in missing and rep.allocatable[n] < q
         }
         untol = cons.untolerated(rep)
         subsets: list[tuple[tuple[NodeFacts, ...], bool]]
-        if cons.per_node:
+        if cons.per_node_in(group):
             ok = tuple(m for m in group.members if cons.selector_ok(m))
             bad = tuple(m for m in group.members if not cons.selector_ok(m))
             subsets = [(s, flag) for s, flag in ((ok, True), (bad, False)) if s]
@@ -221,12 +317,13 @@ def analyse(
                 GroupVerdict(
                     group=group,
                     nodes=nodes,
-                    offers=offers,
+                    offers=not missing,
                     fits=not shortfalls,
                     selector_ok=sel_ok,
                     untolerated=list(untol),
                     schedulable=not rep.unschedulable,
                     shortfalls=dict(shortfalls),
+                    missing=missing,
                 )
             )
     return verdicts
@@ -243,6 +340,136 @@ def analysis_cached(
         cache[key] = analyse(pod, requests, facts)
     result: list[GroupVerdict] = cache[key]
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownResource:
+    """A requested GPU resource no usable node advertises.
+
+    ``selected`` is empty when no node of the cluster advertises it; otherwise it holds the
+    verdicts of the nodes the pod's selector picks, which advertise other GPU resources (a MIG
+    strategy or ``.shared`` renaming mismatch on the nodes the pod targets).
+    """
+
+    name: str
+    selected: tuple[GroupVerdict, ...] = ()
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Which scheduler filter rules out a pod, decided once and shared by the facts rules.
+
+    Each filter-specific rule fires only when its filter alone excludes every node that offers
+    the resource (for taints: every offering node the pod selects, see ``taint_scope``);
+    ``unschedulable`` holds when no node passes all filters although none of those rules fires.
+    An unknown resource silences everything downstream of it.
+    """
+
+    requests: Mapping[str, Fraction]
+    verdicts: list[GroupVerdict]
+    unknown: dict[str, UnknownResource]
+    too_large: dict[str, Fraction]  # resource → the largest allocatable of any node offering it
+
+    @property
+    def offering(self) -> list[GroupVerdict]:
+        return [v for v in self.verdicts if v.offers]
+
+    @property
+    def selector_blocked(self) -> bool:
+        offering = self.offering
+        return not self.unknown and bool(offering) and not any(v.selector_ok for v in offering)
+
+    @property
+    def selected(self) -> list[GroupVerdict]:
+        """Offering nodes the pod's nodeSelector/affinity picks."""
+        return [v for v in self.offering if v.selector_ok]
+
+    @property
+    def taint_scope(self) -> list[GroupVerdict]:
+        """The nodes whose taints matter: offering nodes the pod selects, preferring those that
+        also fit and are not cordoned; all offering nodes when the selector picks none."""
+        selected = self.selected
+        viable = [v for v in selected if v.fits and v.schedulable]
+        return viable or selected or self.offering
+
+    @property
+    def taints_blocked(self) -> bool:
+        scope = self.taint_scope
+        return not self.unknown and bool(scope) and not any(v.taints_ok for v in scope)
+
+    @property
+    def unschedulable(self) -> bool:
+        if not self.verdicts or self.unknown or self.too_large:
+            return False
+        if self.selector_blocked or self.taints_blocked:
+            return False
+        return not any(v.passes for v in self.verdicts)
+
+
+def _advertises(verdict: GroupVerdict, name: str) -> bool:
+    return verdict.group.representative.allocatable.get(name, Fraction(0)) > 0
+
+
+def diagnose(
+    pod: PodTemplate,
+    requests: Mapping[str, Fraction],
+    facts: ClusterFacts,
+    is_gpu: Callable[[str], bool],
+    verdicts: list[GroupVerdict] | None = None,
+) -> Diagnosis:
+    verdicts = analyse(pod, requests, facts) if verdicts is None else verdicts
+    advertised = facts.resource_names()
+    selected = [v for v in verdicts if v.selector_ok]
+    unknown: dict[str, UnknownResource] = {}
+    too_large: dict[str, Fraction] = {}
+    for name, quantity in requests.items():
+        if name not in advertised:
+            unknown[name] = UnknownResource(name)
+            continue
+        if selected and not any(_advertises(v, name) for v in selected):
+            other_gpu = tuple(
+                v
+                for v in selected
+                if any(is_gpu(r) and q > 0 for r, q in v.group.representative.allocatable.items())
+            )
+            if other_gpu:
+                unknown[name] = UnknownResource(name, other_gpu)
+                continue
+        largest = max(v.group.representative.allocatable.get(name, Fraction(0)) for v in verdicts)
+        if quantity > largest:
+            too_large[name] = largest
+    return Diagnosis(requests=requests, verdicts=verdicts, unknown=unknown, too_large=too_large)
+
+
+def diagnosis_cached(
+    cache: dict[str, Any],
+    pod: PodTemplate,
+    requests: Mapping[str, Fraction],
+    facts: ClusterFacts,
+    is_gpu: Callable[[str], bool],
+) -> Diagnosis:
+    key = "diagnosis:" + pod.spec_pointer
+    if key not in cache:
+        cache[key] = diagnose(pod, requests, facts, is_gpu, analysis_cached(cache, pod, requests, facts))
+    result: Diagnosis = cache[key]
+    return result
+
+
+def request_sites(pod: PodTemplate, name: str) -> list[tuple[ContainerRef, RelPath, Fraction]]:
+    """Where the pod asks for ``name``: each container's limits key (requests key when it sets
+    no limit), relative to the pod spec, with the quantity it asks for."""
+    sites: list[tuple[ContainerRef, RelPath, Fraction]] = []
+    for c in pod.containers:
+        if c.kind == "ephemeralContainer":
+            continue
+        for which in ("limits", "requests"):
+            values = c.resource_map(which)
+            if name in values:
+                quantity = try_parse(c.resource_map("requests").get(name, values[name]))
+                if quantity is not None and quantity > 0:
+                    sites.append((c, (*c.resources_path, which, name), quantity))
+                break
+    return sites
 
 
 NodeFilter = Callable[[NodeFacts], bool]

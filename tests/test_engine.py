@@ -126,7 +126,7 @@ def test_policies_import_no_io_libraries(path: Path) -> None:
 @pytest.mark.parametrize("rule_id", list(RULES))
 def test_rule_module_is_documented(rule_id: str) -> None:
     module = RULES[rule_id]
-    assert module.ID == rule_id
+    assert rule_id == module.ID
     doc = module.__doc__ or ""
     assert doc.startswith(rule_id + ":"), "docstring must start with the rule id"
     assert "Failing" in doc and "Passing" in doc, "docstring needs a failing and a passing example"

@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import CORPUS
 
 from policies import pointer
 from policies.config import load_config
 from policies.podspec import WORKLOADS, extract
-
-from conftest import CORPUS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "podspec"
 FILES = sorted(FIXTURES.glob("*.yaml"))
