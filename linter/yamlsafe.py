@@ -38,14 +38,33 @@ def load_all_plain(text: str, file: str) -> Iterator[Any]:
         raise InputError(file, 1, "YAML nesting too deep") from None
 
 
-def read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(str(path), 0, f"cannot read: {exc.strerror or exc}") from None
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+def too_large(file: str, size: int) -> InputError:
+    return InputError(
+        file, 0, f"file is {size / 1048576:.1f} MiB; gpuguard reads at most {MAX_FILE_BYTES // 1048576} MiB per input"
+    )
+
+
+def decode(data: bytes, file: str) -> str:
+    """Text of a manifest's bytes; binary or non-UTF-8 input is an InputError."""
     if b"\x00" in data[:8192]:
-        raise InputError(str(path), 0, "binary file, not YAML")
+        raise InputError(file, 0, "binary file, not YAML")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(str(path), 1, f"not UTF-8 text (byte {exc.start})") from None
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(file, line, f"not UTF-8 text (byte {exc.start})") from None
+
+
+def read_text(path: Path, name: str | None = None) -> str:
+    file = name or str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise too_large(file, size)
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(file, 0, f"cannot read: {exc.strerror or exc}") from None
+    return decode(data, file)

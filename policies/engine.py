@@ -10,7 +10,7 @@ from typing import Any
 from policies import pointer
 from policies.config import Config, RuleSettings
 from policies.facts import ClusterFacts
-from policies.patching import combine
+from policies.patching import apply_patch, combine
 from policies.podspec import PodTemplate, extract
 from policies.registry import RULES
 from policies.rule import RuleContext
@@ -19,9 +19,14 @@ from policies.types import Finding, PatchOp, RelOp, Severity, Violation
 IGNORE_ANNOTATION = "gpuguard.io/ignore"
 
 
+MAX_FIX_ROUNDS = 4
+
+
 @dataclass
 class Evaluation:
     obj: dict[str, Any]
+    config: Config = field(default_factory=Config)
+    facts: ClusterFacts = field(default_factory=ClusterFacts.empty)
     findings: list[Finding] = field(default_factory=list)
     templates: int = 0
     skipped_rules: tuple[str, ...] = ()  # rules that need facts, skipped for lack of them
@@ -35,10 +40,29 @@ class Evaluation:
         return [f for f in self.findings if f.severity >= severity]
 
     def patch(self, rule_ids: Iterable[str] | None = None) -> list[PatchOp]:
-        """The fixes of the given rules (all fixable ones when None), combined to apply cleanly."""
+        """The fixes of the given rules (all fixable ones when None), combined to apply cleanly.
+
+        One rule's fix can change what another finds (a toleration opens a node pool whose driver
+        the CUDA rule then judges), so fixes are applied and the object re-evaluated until no
+        wanted fix remains; the ops of all rounds form one patch, so a second pass over the
+        patched object finds nothing to fix (the webhook may be reinvoked).
+        """
         wanted = None if rule_ids is None else set(rule_ids)
-        ops = [op for f in self.findings if wanted is None or f.rule in wanted for op in f.fix]
-        return combine(self.obj, ops) if ops else []
+
+        def fixes(findings: list[Finding]) -> list[PatchOp]:
+            return [op for f in findings if wanted is None or f.rule in wanted for op in f.fix]
+
+        ops = combine(self.obj, fixes(self.findings))
+        if not ops:
+            return []
+        doc = apply_patch(self.obj, ops)
+        for _ in range(MAX_FIX_ROUNDS - 1):
+            more = combine(doc, fixes(evaluate(doc, self.config, self.facts).findings))
+            if not more:
+                break
+            ops.extend(more)
+            doc = apply_patch(doc, more)
+        return ops
 
 
 def _ignored(obj: dict[str, Any], pod: PodTemplate) -> set[str]:
@@ -95,7 +119,7 @@ def evaluate(obj: dict[str, Any], config: Config | None = None, facts: ClusterFa
     config = config or Config()
     facts = facts or ClusterFacts.empty()
     has_facts = not facts.is_empty
-    ev = Evaluation(obj=obj)
+    ev = Evaluation(obj=obj, config=config, facts=facts)
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     assert isinstance(meta, dict)
     namespace = str(meta.get("namespace") or "")

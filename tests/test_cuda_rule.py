@@ -99,7 +99,7 @@ def test_fix_is_anded_into_existing_affinity_terms(example_facts: ClusterFacts) 
         },
         "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []},
     }
-    pod = _pod("nvcr.io/nvidia/tritonserver:24.03-py3", TOLERATE_ALL, affinity=copy.deepcopy(affinity))
+    pod = _pod("nvidia/cuda:12.4.0-base-ubuntu22.04", TOLERATE_ALL, affinity=copy.deepcopy(affinity))
     (finding,) = _findings(pod, example_facts)
     assert finding.severity is Severity.INFO
     patched = _apply_fix(pod, example_facts)

@@ -211,7 +211,8 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     candidates = [
         v
         for v in analysis_cached(ctx.cache, ctx.pod, ctx.gpu_requests(), ctx.facts)
-        if v.offers and v.selector_ok and v.taints_ok
+        # Only nodes the pod can land on count; when none can, the scheduling rules explain why.
+        if v.passes
     ]
     if not candidates:
         return

@@ -1,0 +1,145 @@
+"""``gpuguard lint [PATH…|-]``: check manifests and report findings at file:line:column.
+
+Exit codes: 0 nothing at or above ``--fail-on``; 1 findings at or above it; 2 an input could not
+be read or parsed, or bad usage (config and cluster snapshot errors included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from linter.inputs import Input
+    from linter.lint import FileResult
+    from linter.report import Report
+    from policies.config import Config
+    from policies.facts import ClusterFacts
+
+FORMATS = ("text", "json", "sarif", "github")
+LEVELS = ("error", "warning", "info")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files, directories (searched for *.yaml, *.yml, *.json) or - for stdin (default: .)",
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="FILE",
+        help="cluster snapshot (`kubectl get nodes,runtimeclasses -o yaml`), or `sample` for the bundled "
+        "profile; without it, rules that need cluster facts are skipped",
+    )
+    parser.add_argument("--config", metavar="FILE", help="gpuguard config (default: .gpuguard.yaml upward from cwd)")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    parser.add_argument(
+        "--fail-on",
+        choices=LEVELS,
+        default="error",
+        help="exit 1 when a finding has this severity or higher (default: error)",
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply the fixes in place, keeping comments and formatting (stdin: print the fixed YAML)",
+    )
+    mode.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the fixes as a unified diff and write nothing (the report then goes to stderr)",
+    )
+
+
+def _render(report: Report, fmt: str, stream: TextIO) -> None:
+    from linter.formats import github, json_format, sarif, text
+
+    renderers = {"text": text.render, "json": json_format.render, "sarif": sarif.render, "github": github.render}
+    renderers[fmt](report, stream)
+
+
+def _fix(item: Input, result: FileResult, config: Config, facts: ClusterFacts) -> tuple[str | None, FileResult]:
+    """(fixed text, its lint result), or (None, original result) when nothing was fixed."""
+    from linter.fixer import FixError, fixed_text
+    from linter.lint import lint_text
+    from linter.yamlsafe import InputError
+
+    try:
+        new_text = fixed_text(result)
+    except (FixError, ValueError, KeyError, TypeError) as exc:
+        # jsonpatch raises JsonPatchException / JsonPointerException (ValueError / KeyError subclasses)
+        result.errors.append(InputError(item.name, 1, f"cannot apply the fixes: {exc}"))
+        return None, result
+    if new_text is None:
+        return None, result
+    after = lint_text(new_text, item.name, config, facts)
+    leftover = after.patches()
+    if leftover or after.errors:
+        rules = sorted({f.finding.rule for f in after.findings if f.finding.fix})
+        reason = f"a second pass still finds fixes ({', '.join(rules)})" if leftover else "the result does not lint"
+        result.errors.append(InputError(item.name, 1, f"fix not applied: {reason}"))
+        return None, result
+    return new_text, after
+
+
+def run(args: argparse.Namespace) -> int:
+    import difflib
+
+    from linter.configfile import load_config_file
+    from linter.inputs import collect
+    from linter.lint import lint_text
+    from linter.report import EXIT_ERROR, Report
+    from linter.snapshot import load_cluster_facts
+    from linter.yamlsafe import InputError
+    from policies.facts import ClusterFacts
+    from policies.types import Severity
+
+    try:
+        config, _ = load_config_file(args.config)
+        facts = load_cluster_facts(args.cluster) if args.cluster else ClusterFacts.empty()
+    except InputError as exc:
+        sys.stderr.write(f"gpuguard lint: {exc.file}:{exc.line}: {exc.message}\n")
+        return EXIT_ERROR
+
+    inputs, missing = collect(args.paths or ["."])
+    report = Report(errors=missing, fail_on=Severity.parse(args.fail_on), cluster=args.cluster)
+    stdin_fixed: list[str] = []
+    diff: list[str] = []
+    for item in inputs:
+        try:
+            text = item.read()
+        except InputError as exc:
+            report.errors.append(exc)
+            continue
+        result = lint_text(text, item.name, config, facts)
+        if args.fix or args.diff:
+            new_text, after = _fix(item, result, config, facts)
+            if args.diff and new_text is not None:
+                name = item.name
+                diff.extend(
+                    difflib.unified_diff(
+                        text.splitlines(keepends=True), new_text.splitlines(keepends=True), f"a/{name}", f"b/{name}"
+                    )
+                )
+            elif args.fix:
+                if item.path is None:
+                    stdin_fixed.append(new_text if new_text is not None else text)
+                elif new_text is not None:
+                    item.path.write_text(new_text, encoding="utf-8", newline="")
+                if new_text is not None:
+                    report.fixed_files.append(item.name)
+                    result = after
+        report.results.append(result)
+
+    stdout_taken = bool(args.diff or stdin_fixed)
+    for chunk in diff:
+        sys.stdout.write(chunk if chunk.endswith("\n") else chunk + "\n\\ No newline at end of file\n")
+    for fixed in stdin_fixed:
+        sys.stdout.write(fixed)
+    sys.stdout.flush()
+    _render(report, args.format, sys.stderr if stdout_taken else sys.stdout)
+    return report.exit_code()

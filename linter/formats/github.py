@@ -1,0 +1,45 @@
+"""``--format github``: GitHub Actions workflow commands that annotate the files in a pull request.
+
+Escaping follows actions/toolkit packages/core/src/command.ts: in the message ``%``, CR and LF are
+percent-encoded; in property values ``:`` and ``,`` are as well.
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from linter.report import Report
+from policies.types import Severity
+
+COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(name: str, message: str, **props: object) -> str:
+    rendered = ",".join(f"{k}={escape_property(str(v))}" for k, v in props.items() if v is not None)
+    return f"::{name} {rendered}::{escape_data(message)}" if rendered else f"::{name}::{escape_data(message)}"
+
+
+def render(report: Report, stream: TextIO) -> None:
+    for f in report.findings:
+        message = f.finding.message
+        if f.source:
+            message += f" (source: {f.source})"
+        stream.write(
+            command(COMMAND[f.finding.severity], message, file=f.file, line=f.line, col=f.column, title=f.finding.rule)
+            + "\n"
+        )
+    for e in report.all_errors:
+        stream.write(command("error", e.message, file=e.file, line=max(e.line, 1), title="gpuguard input error") + "\n")
+    note = report.skipped_note()
+    if note:
+        stream.write(command("notice", note, title="gpuguard") + "\n")
+    counts = report.counts()
+    stream.write(f"gpuguard: {counts['error']} errors, {counts['warning']} warnings, {counts['info']} info\n")

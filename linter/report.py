@@ -1,0 +1,71 @@
+"""The results of one ``gpuguard lint`` run: findings, input errors, summary and exit code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from linter.lint import FileResult, Located
+from linter.yamlsafe import InputError
+from policies.types import Severity
+
+EXIT_CLEAN = 0
+EXIT_FINDINGS = 1
+EXIT_ERROR = 2
+
+
+@dataclass(slots=True)
+class Report:
+    results: list[FileResult] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)  # inputs that never became a FileResult
+    fail_on: Severity = Severity.ERROR
+    cluster: str | None = None
+    fixed_files: list[str] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Located]:
+        return [f for r in self.results for f in r.findings]
+
+    @property
+    def all_errors(self) -> list[InputError]:
+        return self.errors + [e for r in self.results for e in r.errors]
+
+    @property
+    def skipped_rules(self) -> list[str]:
+        return sorted({rule for r in self.results for rule in r.skipped_rules})
+
+    def counts(self) -> dict[str, int]:
+        counts = {str(s): 0 for s in sorted(Severity, reverse=True)}
+        for f in self.findings:
+            counts[str(f.finding.severity)] += 1
+        return counts
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "by_severity": self.counts(),
+            "files": len(self.results) + len({e.file for e in self.errors}),
+            "documents": sum(r.documents for r in self.results),
+            "objects": sum(len(r.objects) for r in self.results),
+            "input_errors": len(self.all_errors),
+            "fail_on": str(self.fail_on),
+            "cluster": self.cluster,
+            "skipped_rules": self.skipped_rules,
+        }
+        if self.fixed_files:
+            out["fixed_files"] = list(self.fixed_files)
+        return out
+
+    def exit_code(self) -> int:
+        if self.all_errors:
+            return EXIT_ERROR
+        if any(f.finding.severity >= self.fail_on for f in self.findings):
+            return EXIT_FINDINGS
+        return EXIT_CLEAN
+
+    def skipped_note(self) -> str | None:
+        if self.cluster is not None or not self.skipped_rules:
+            return None
+        return (
+            f"no --cluster given: skipped {len(self.skipped_rules)} rules that need cluster facts "
+            f"({', '.join(self.skipped_rules)}); pass --cluster FILE (or --cluster sample)"
+        )

@@ -1,0 +1,81 @@
+"""NGC framework image tags resolve to the CUDA version their release notes state."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from policies.cuda.compat import Mode, classify, requirement
+from policies.cuda.knowledge import knowledge
+from policies.cuda.resolve import resolve
+
+DC = "NVIDIA-A100-SXM4-80GB"
+
+
+@pytest.mark.parametrize(
+    ("image", "cuda"),
+    [
+        ("nvcr.io/nvidia/tritonserver:21.12-py3", (11, 5, 0)),
+        ("nvcr.io/nvidia/tritonserver:22.06-py3", (11, 7)),  # "CUDA 11.7 Update 1 Preview"
+        ("nvcr.io/nvidia/tritonserver:22.08-py3", (11, 7, 1)),  # "CUDA 11.7 Update 1"
+        ("nvcr.io/nvidia/tritonserver:23.10-py3", (12, 2, 2)),
+        ("nvcr.io/nvidia/tritonserver:24.06-py3", (12, 5, 0)),  # "CUDA 12.5.0.23"
+        ("nvcr.io/nvidia/tritonserver:24.12-py3", (12, 6, 3)),
+        ("nvcr.io/nvidia/tritonserver:25.04-py3", (12, 9, 0)),
+        ("nvcr.io/nvidia/tritonserver:25.10-py3", (13, 0, 2)),  # "CUDA 13.0.2.006"
+        ("nvcr.io/nvidia/tensorflow:22.06-tf2-py3", (11, 7)),
+        ("nvcr.io/nvidia/tensorflow:21.10-tf1-py3", (11, 4, 2)),
+        ("nvcr.io/nvidia/paddlepaddle:22.05-py3", (11, 7)),
+    ],
+)
+def test_ngc_tag_resolves_to_release_notes_cuda(image: str, cuda: tuple[int, ...]) -> None:
+    found = resolve(image, "main")
+    assert found is not None, image
+    assert found.version == cuda
+    assert found.source.startswith("NGC ")
+
+
+def test_ngc_release_notes_driver_list_is_carried() -> None:
+    found = resolve("nvcr.io/nvidia/tritonserver:23.08-py3")
+    assert found is not None and found.version == (12, 2, 1)
+    assert found.datacenter_drivers == ((450, 51), (470, 57), (510, 47), (525, 85), (535, 86))
+
+
+@pytest.mark.parametrize(
+    ("image", "driver", "mode"),
+    [
+        # the 25.10 notes list R470 for a CUDA 13 image; that list is not used, the nvidia/cuda one is
+        ("nvcr.io/nvidia/tritonserver:25.10-py3", (470, 256, 2), Mode.INCOMPATIBLE),
+        ("nvcr.io/nvidia/tritonserver:25.10-py3", (535, 261, 3), Mode.FORWARD),
+        # a self-consistent list is used as written: R470 from 470.57 on (the 12.2 image accepts any R470)
+        ("nvcr.io/nvidia/tritonserver:23.08-py3", (470, 57, 2), Mode.FORWARD),
+        ("nvcr.io/nvidia/tritonserver:23.08-py3", (470, 42, 1), Mode.INCOMPATIBLE),
+    ],
+)
+def test_forward_compatibility_of_ngc_images(image: str, driver: tuple[int, ...], mode: Mode) -> None:
+    found = resolve(image)
+    assert found is not None
+    req = requirement(found)
+    assert req is not None
+    assert classify(req, driver, DC) is mode
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "nvcr.io/nvidia/tritonserver:25.10-vllm-python-py3",  # variants are built on another CUDA
+        "nvcr.io/nvidia/tritonserver:24.10-trtllm-python-py3",
+        "nvidia/cuda:12.4.0-base-ubuntu22.04-sdk",
+        "nvcr.io/nvidia/pytorch:23.10-py3",  # release not confirmed: no guess
+        "nvcr.io/nvidia/tensorflow:24.10-tf2-py3",
+    ],
+)
+def test_unmapped_ngc_tags_give_no_version(image: str) -> None:
+    assert resolve(image) is None
+
+
+def test_every_ngc_row_cites_nvidia_material() -> None:
+    primary = re.compile(r"^(https://docs\.nvidia\.com/|triton-inference-server/server )")
+    for row in knowledge().ngc.values():
+        assert primary.match(row.source), row
