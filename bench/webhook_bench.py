@@ -1,0 +1,259 @@
+"""Throughput and latency of ``POST /validate`` over TLS, against a bare ASGI app on the same stack.
+
+Runs three servers in turn, each a subprocess with the same uvicorn/TLS settings as
+``gpuguard serve`` (one worker, a certificate from ``certs.tls``), and drives each with ``wrk``
+(keep-alive, N concurrent connections) POSTing a realistic GPU pod AdmissionReview:
+
+1. a bare ASGI app that answers every request with a fixed small JSON body;
+2. gpuguard with the 7-node example cluster (examples/cluster.yaml);
+3. gpuguard with a generated 5,000-node cluster snapshot.
+
+Goals: gpuguard ≥ 0.35× the bare app's requests/s and p99 ≤ 10 ms at 16 connections; p99 with
+5,000 nodes within 1.5× of the 7-node cluster.  Needs ``wrk`` (Debian: ``apt-get install wrk``).
+
+    .venv/bin/python bench/webhook_bench.py [--connections 16] [--duration 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+REVIEW = ROOT / "tests" / "fixtures" / "admission" / "pod-gpu-with-limit.json"
+EXAMPLE_CLUSTER = ROOT / "examples" / "cluster.yaml"
+BARE_BODY = b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"x","allowed":true}}'
+
+WRK_LUA = """
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = assert(io.open("{body}", "rb"))
+wrk.body = f:read("*a")
+f:close()
+"""
+
+
+async def bare_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The baseline: read the body, answer a fixed small JSON."""
+    if scope["type"] != "http":
+        return
+    more = True
+    while more:
+        message = await receive()
+        more = message.get("more_body", False)
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(BARE_BODY)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": BARE_BODY})
+
+
+def serve_bare(cert: str, key: str, port: int) -> int:
+    from policies.config import Config
+    from webhook.app import StaticFacts
+    from webhook.server import ServeOptions, bind, run_app
+
+    options = ServeOptions(
+        config=Config(), facts_factory=StaticFacts, tls_cert=Path(cert), tls_key=Path(key), host="127.0.0.1", port=port
+    )
+    return 0 if run_app(bare_app, options, bind("127.0.0.1", port)) else 1
+
+
+def serve_stub_engine(cert: str, key: str, port: int) -> int:
+    """gpuguard's app with the engine replaced by one that finds nothing: the webhook layer's cost."""
+    from policies.config import Config
+    from policies.engine import Evaluation
+    from webhook.app import StaticFacts, create_app
+    from webhook.server import ServeOptions, bind, run_app
+
+    app = create_app(Config(), StaticFacts(), evaluator=lambda obj, _config, _facts: Evaluation(obj))
+    options = ServeOptions(
+        config=Config(), facts_factory=StaticFacts, tls_cert=Path(cert), tls_key=Path(key), host="127.0.0.1", port=port
+    )
+    return 0 if run_app(app, options, bind("127.0.0.1", port)) else 1
+
+
+def engine_microseconds(cluster: Path) -> float:
+    """In-process cost of one evaluate() of the benchmark review, for the breakdown."""
+    import orjson
+
+    from linter.snapshot import load_cluster_facts
+    from policies.config import Config
+    from policies.engine import evaluate
+
+    obj = orjson.loads(REVIEW.read_bytes())["request"]["object"]
+    facts, config = load_cluster_facts(str(cluster)), Config()
+    evaluate(obj, config, facts)
+    rounds = 500
+    start = time.perf_counter()
+    for _ in range(rounds):
+        evaluate(obj, config, facts)
+    return (time.perf_counter() - start) / rounds * 1e6
+
+
+def generate_snapshot(path: Path, nodes: int) -> None:
+    """``nodes`` GPU nodes cloned from the example cluster's node pools, as a JSON List."""
+    import yaml
+
+    with EXAMPLE_CLUSTER.open() as fh:
+        example = [d for d in yaml.safe_load_all(fh) if d]
+    items = [i for doc in example for i in (doc.get("items") or [doc])]
+    templates = [i for i in items if i.get("kind") == "Node"]
+    classes = [i for i in items if i.get("kind") == "RuntimeClass"]
+    zones = ("us-east-1a", "us-east-1b", "us-east-1c")
+    out = []
+    for n in range(nodes):
+        node = json.loads(json.dumps(templates[n % len(templates)]))
+        name = f"node-{n:05d}"
+        meta = node["metadata"]
+        meta["name"] = name
+        meta["uid"] = f"00000000-0000-4000-8000-{n:012d}"
+        labels = meta.setdefault("labels", {})
+        labels["kubernetes.io/hostname"] = name
+        labels["topology.kubernetes.io/zone"] = zones[n % len(zones)]
+        out.append(node)
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": out + classes}))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_healthy(port: int, proc: subprocess.Popen[bytes], deadline_s: float = 60.0) -> None:
+    import ssl
+    import urllib.request
+
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            urllib.request.urlopen(f"https://127.0.0.1:{port}/healthz", context=ctx, timeout=1).read()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("server did not become healthy")
+
+
+def _seconds(text: str) -> float:
+    value, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()  # type: ignore[union-attr]
+    return float(value) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[unit]
+
+
+def run_wrk(port: int, lua: Path, connections: int, duration: int) -> dict[str, float]:
+    url = f"https://127.0.0.1:{port}/validate?timeout=10s"
+    base = ["wrk", "-t1", f"-c{connections}", "-s", str(lua), "--latency"]
+    subprocess.run([*base, "-d2s", url], check=True, capture_output=True)  # warm-up
+    out = subprocess.run([*base, f"-d{duration}s", url], check=True, capture_output=True, text=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    p50 = _seconds(re.search(r"\s50%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
+    p99 = _seconds(re.search(r"\s99%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    errors = re.search(r"Socket errors: (.*)", out)
+    return {
+        "rps": rps,
+        "p50_ms": p50 * 1000,
+        "p99_ms": p99 * 1000,
+        "non_2xx": float(bad.group(1)) if bad else 0.0,
+        "socket_errors": 1.0 if errors else 0.0,
+    }
+
+
+def measure(cmd: list[str], port: int, lua: Path, connections: int, duration: int) -> dict[str, float]:
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_healthy(port, proc)
+        return run_wrk(port, lua, connections, duration)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--duration", type=int, default=10, help="seconds per measurement")
+    parser.add_argument("--nodes", type=int, default=5000, help="nodes in the large generated cluster")
+    parser.add_argument("--serve-bare", nargs=3, metavar=("CERT", "KEY", "PORT"), help=argparse.SUPPRESS)
+    parser.add_argument("--serve-stub-engine", nargs=3, metavar=("CERT", "KEY", "PORT"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve_bare:
+        cert, key, port = args.serve_bare
+        return serve_bare(cert, key, int(port))
+    if args.serve_stub_engine:
+        cert, key, port = args.serve_stub_engine
+        return serve_stub_engine(cert, key, int(port))
+    if shutil.which("wrk") is None:
+        print("wrk not found (Debian: apt-get install wrk)", file=sys.stderr)
+        return 2
+
+    from certs.tls import generate_bundle
+
+    with tempfile.TemporaryDirectory(prefix="gpuguard-bench-") as tmp:
+        work = Path(tmp)
+        bundle = generate_bundle("gpuguard", "gpuguard", work / "certs", extra_sans=["localhost", "127.0.0.1"])
+        lua = work / "post.lua"
+        lua.write_text(WRK_LUA.replace("{body}", str(REVIEW)))
+        big = work / f"cluster-{args.nodes}.json"
+        generate_snapshot(big, args.nodes)
+        tls = ["--tls-cert", str(bundle.tls_crt), "--tls-key", str(bundle.tls_key), "--host", "127.0.0.1"]
+        serve = [sys.executable, "-m", "linter.cli", "serve", *tls]
+        runs: dict[str, dict[str, float]] = {}
+        port = free_port()
+        bare_cmd = [sys.executable, __file__, "--serve-bare", str(bundle.tls_crt), str(bundle.tls_key), str(port)]
+        runs["bare ASGI app"] = measure(bare_cmd, port, lua, args.connections, args.duration)
+        for label, cluster in (("gpuguard, 7 nodes", EXAMPLE_CLUSTER), (f"gpuguard, {args.nodes} nodes", big)):
+            port = free_port()
+            cmd = [*serve, "--port", str(port), "--cluster", str(cluster)]
+            runs[label] = measure(cmd, port, lua, args.connections, args.duration)
+        port = free_port()
+        pair = [str(bundle.tls_crt), str(bundle.tls_key)]
+        stub_cmd = [sys.executable, __file__, "--serve-stub-engine", *pair, str(port)]
+        runs["gpuguard, engine stubbed"] = measure(stub_cmd, port, lua, args.connections, args.duration)
+        engine_small = engine_microseconds(EXAMPLE_CLUSTER)
+        engine_large = engine_microseconds(big)
+
+    print(f"POST /validate over TLS, {args.connections} keep-alive connections, {args.duration}s each, "
+          f"review {REVIEW.name}, {os.cpu_count()} CPUs")
+    print(f"{'server':<26}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'non-2xx':>10}")
+    for label, r in runs.items():
+        print(f"{label:<26}{r['rps']:>10.0f}{r['p50_ms']:>10.2f}{r['p99_ms']:>10.2f}{r['non_2xx']:>10.0f}")
+    labels = list(runs)
+    bare, small, large, stub = (runs[k] for k in labels)
+    print(f"engine alone (in-process evaluate of the same object): {engine_small:.0f} us with 7 nodes, "
+          f"{engine_large:.0f} us with {args.nodes} nodes")
+    print(f"webhook layer alone (engine stubbed) / bare = {stub['rps'] / bare['rps']:.2f}")
+    ratio = small["rps"] / bare["rps"]
+    growth = large["p99_ms"] / small["p99_ms"]
+    checks = [
+        (f"throughput ratio gpuguard/bare = {ratio:.2f} (goal >= 0.35)", ratio >= 0.35),
+        (f"p99 at {args.connections} connections = {small['p99_ms']:.2f} ms (goal <= 10 ms)", small["p99_ms"] <= 10),
+        (f"p99 {args.nodes} nodes / 7 nodes = {growth:.2f} (goal <= 1.5)", growth <= 1.5),
+        ("all responses 2xx", all(r["non_2xx"] == 0 for r in runs.values())),
+    ]
+    for text, ok in checks:
+        print(("PASS " if ok else "MISS ") + text)
+    return 0 if all(ok for _, ok in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+"""AdmissionReview ``admission.k8s.io/v1`` in and out, and the verdict for one request.
+
+Only the envelope is validated (kube-apiserver always sends a well-formed one); the object is
+handed to the engine as the raw dict the API server sent, so a patch is computed against exactly
+those bytes' structure and never drops fields the engine does not know.
+
+What kube-apiserver checks on the response (kubernetes/apiserver
+``pkg/admission/plugin/webhook/request/admissionreview.go`` ``VerifyAdmissionResponse``): the
+``uid`` is the request's, ``apiVersion``/``kind`` are ``admission.k8s.io/v1``/``AdmissionReview``,
+a validating response carries neither ``patch`` nor ``patchType``, and a mutating response carries
+both or neither.
+
+Only ``admission.k8s.io/v1`` is accepted (the webhook configurations list
+``admissionReviewVersions: [v1]``); a v1beta1 review is a 400, like any other bad envelope.
+
+Decisions:
+
+* ``/validate`` denies (HTTP 200, ``allowed: false``, ``status.code`` 403) when there are
+  error-level findings; warning-level findings become ``response.warnings``.
+* ``/mutate`` never denies: it allows and returns the fixes of the rules listed in config
+  ``mutate`` as a JSON Patch; the validating webhook, which runs after all mutations, judges the
+  patched object.
+* ``dryRun`` changes nothing: the same verdict and, for ``/mutate``, the same patch.  The API
+  server applies a mutating webhook's patch to the dry-run object (so ``kubectl apply
+  --dry-run=server`` shows the real result) and persists nothing; the webhook has no side effects
+  (``sideEffects: None``), which is what makes dry-run requests reach it at all.  (KEP-576
+  Dry-run: dry-run requests "go through the normal admission chain" and the response "should be
+  as close as possible to a non dry-run response"; kubernetes/kubernetes PRs #66391, #66936.)
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from policies import pointer
+from policies.config import Config
+from policies.engine import Evaluation
+from policies.facts import ClusterFacts
+from policies.types import Finding, Severity
+
+API_VERSION = "admission.k8s.io/v1"
+KIND = "AdmissionReview"
+OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+# Subresources whose object is a Pod spec the user wrote; others (status, binding, eviction…)
+# are answered "allowed" at once so that kubelet status updates are never held up.
+CHECKED_SUBRESOURCES = frozenset({"", "ephemeralcontainers"})
+WARNING_LIMIT = 120  # admission/v1 types.go: "Limit warnings to 120 characters if possible."
+
+Evaluator = Callable[[dict[str, Any], Config, ClusterFacts], Evaluation]
+
+
+class EnvelopeError(ValueError):
+    """The body is not an ``admission.k8s.io/v1`` AdmissionReview this server can answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionRequest:
+    uid: str
+    operation: str
+    kind: str  # request.kind.kind, e.g. "Pod", "PyTorchJob"
+    namespace: str
+    name: str
+    sub_resource: str
+    dry_run: bool
+    obj: dict[str, Any] | None
+
+
+@dataclass(slots=True)
+class Verdict:
+    allowed: bool
+    message: str = ""
+    code: int = 403
+    reason: str = "Forbidden"
+    warnings: list[str] = field(default_factory=list)
+    patch: list[dict[str, Any]] | None = None
+    findings: Sequence[Finding] = ()
+    engine_error: bool = False
+
+
+def parse_review(body: bytes) -> AdmissionRequest:
+    """Parse and check the envelope; raise EnvelopeError with a reason fit for an HTTP 400."""
+    try:
+        review = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise EnvelopeError(f"malformed JSON: {exc}") from None
+    if not isinstance(review, dict):
+        raise EnvelopeError("body must be a JSON object (an AdmissionReview)")
+    api_version, kind = review.get("apiVersion"), review.get("kind")
+    if api_version != API_VERSION:
+        raise EnvelopeError(f"expected apiVersion {API_VERSION!r}, got {api_version!r}")
+    if kind != KIND:
+        raise EnvelopeError(f"expected kind {KIND!r}, got {kind!r}")
+    request = review.get("request")
+    if not isinstance(request, dict):
+        raise EnvelopeError("AdmissionReview has no request object")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise EnvelopeError("request.uid must be a non-empty string")
+    operation = request.get("operation")
+    if operation not in OPERATIONS:
+        raise EnvelopeError(f"request.operation must be one of {', '.join(sorted(OPERATIONS))}, got {operation!r}")
+    gvk = request.get("kind")
+    kind_name = gvk.get("kind") if isinstance(gvk, dict) else None
+    if not isinstance(kind_name, str) or not kind_name:
+        raise EnvelopeError("request.kind.kind must be a non-empty string")
+    dry_run = request.get("dryRun")
+    if dry_run is not None and not isinstance(dry_run, bool):
+        raise EnvelopeError("request.dryRun must be a boolean")
+    obj = request.get("object")
+    if operation in ("CREATE", "UPDATE"):
+        if not isinstance(obj, dict):
+            raise EnvelopeError(f"request.object must be a Kubernetes object for {operation}")
+        if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
+            raise EnvelopeError("request.object must have string apiVersion and kind")
+        if "metadata" in obj and not isinstance(obj["metadata"], dict):
+            raise EnvelopeError("request.object.metadata must be an object")
+    elif obj is not None and not isinstance(obj, dict):
+        raise EnvelopeError("request.object must be an object or null")
+    sub = request.get("subResource") or ""
+    return AdmissionRequest(
+        uid=uid,
+        operation=operation,
+        kind=kind_name,
+        namespace=str(request.get("namespace") or ""),
+        name=str(request.get("name") or ""),
+        sub_resource=sub if isinstance(sub, str) else "",
+        dry_run=bool(dry_run),
+        obj=obj if isinstance(obj, dict) else None,
+    )
+
+
+def fit_path(prefix: str, path: str) -> str:
+    """``prefix + path``, dropping the start of a long path (its end names the field)."""
+    room = WARNING_LIMIT - len(prefix)
+    if len(path) <= room:
+        return prefix + path
+    return prefix + "…" + path[len(path) - room + 1 :] if room > 1 else (prefix + path)[:WARNING_LIMIT]
+
+
+def short_warning(finding: Finding) -> str:
+    """The most helpful text for ``finding`` that fits in WARNING_LIMIT characters."""
+    where = pointer.to_dotted(finding.path)
+    for text in (f"{finding.rule}: {finding.message}", f"{finding.rule} at {where}: {finding.remediation}"):
+        if len(text) <= WARNING_LIMIT:
+            return text
+    return fit_path(f"{finding.rule} at ", where)
+
+
+def denial_message(kind: str, namespace: str, name: str, findings: Sequence[Finding]) -> str:
+    """One line per blocking finding: rule, dotted field path, what is wrong, and the fix."""
+    target = f"{kind} {namespace + '/' if namespace else ''}{name or '(unnamed)'}"
+    count = f"{len(findings)} GPU policy violation{'' if len(findings) == 1 else 's'}"
+    lines = [f"gpuguard: {target}: {count}"]
+    for f in findings:
+        lines.append(f"[{f.rule}] {pointer.to_dotted(f.path)}: {f.message} (fix: {f.remediation})")
+    return "\n".join(lines)
+
+
+def allowed_at_once(req: AdmissionRequest) -> bool:
+    """DELETE/CONNECT, status-like subresources and requests without an object need no engine."""
+    return req.operation in ("DELETE", "CONNECT") or req.sub_resource not in CHECKED_SUBRESOURCES or req.obj is None
+
+
+def validate(req: AdmissionRequest, config: Config, facts: ClusterFacts, evaluate: Evaluator) -> Verdict:
+    if allowed_at_once(req):
+        return Verdict(allowed=True)
+    assert req.obj is not None
+    ev = evaluate(req.obj, config, facts)
+    if not ev.findings:
+        return Verdict(allowed=True)
+    warnings = list(dict.fromkeys(short_warning(f) for f in ev.findings if f.severity is Severity.WARNING))
+    blocking = ev.blocking()
+    if not blocking:
+        return Verdict(allowed=True, warnings=warnings, findings=ev.findings)
+    meta = req.obj.get("metadata") or {}
+    name = req.name or str(meta.get("name") or meta.get("generateName") or "")
+    message = denial_message(str(req.obj.get("kind") or req.kind), req.namespace, name, blocking)
+    return Verdict(allowed=False, message=message, warnings=warnings, findings=ev.findings)
+
+
+def mutate(req: AdmissionRequest, config: Config, facts: ClusterFacts, evaluate: Evaluator) -> Verdict:
+    if allowed_at_once(req) or not config.mutate:
+        return Verdict(allowed=True)
+    assert req.obj is not None
+    ev = evaluate(req.obj, config, facts)
+    ops = ev.patch(config.mutate)
+    if not ops:
+        return Verdict(allowed=True, findings=ev.findings)
+    applied = [f for f in ev.findings if f.rule in config.mutate and f.fix]
+    warnings = list(dict.fromkeys(fit_path(f"gpuguard fixed {f.rule} at ", pointer.to_dotted(f.path)) for f in applied))
+    return Verdict(allowed=True, warnings=warnings, patch=[op.to_dict() for op in ops], findings=ev.findings)
+
+
+ENGINE_FAILURE_WARNING = "gpuguard could not check this object (internal error); it was not validated"
+
+
+def engine_failure(mutating: bool, config: Config) -> Verdict:
+    """The answer when the engine raised: per ``failureMode``; /mutate always allows unpatched."""
+    if mutating or config.failure_mode == "allow":
+        return Verdict(allowed=True, warnings=[ENGINE_FAILURE_WARNING], engine_error=True)
+    return Verdict(
+        allowed=False,
+        code=500,
+        reason="InternalError",
+        message="gpuguard could not check this object (internal error) and failureMode is deny",
+        engine_error=True,
+    )
+
+
+def encode_response(uid: str, verdict: Verdict) -> bytes:
+    response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
+    if not verdict.allowed:
+        response["status"] = {
+            "metadata": {},
+            "status": "Failure",
+            "message": verdict.message,
+            "reason": verdict.reason,
+            "code": verdict.code,
+        }
+    if verdict.warnings:
+        response["warnings"] = verdict.warnings
+    if verdict.patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(orjson.dumps(verdict.patch)).decode("ascii")
+    return orjson.dumps({"apiVersion": API_VERSION, "kind": KIND, "response": response})

@@ -1,0 +1,228 @@
+"""The webhook's ASGI application: ``create_app(config, facts_provider)``.
+
+``/validate`` and ``/mutate`` are raw ASGI endpoints mounted on the FastAPI router: they read
+the body themselves (so an oversized body is refused before it is buffered), parse it with
+orjson and never build a Request/Response object or a pydantic model per review.  The engine
+runs inline on the event loop: it is CPU-bound and takes well under a millisecond for a typical
+pod, so a thread hop would only add latency.  Nothing on the request path does network I/O;
+cluster facts are read from ``facts_provider.current()``, which a background source keeps fresh.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Protocol
+
+import orjson
+from fastapi import FastAPI
+from fastapi.responses import Response
+from starlette.routing import Route
+
+from policies.config import Config
+from policies.engine import evaluate
+from policies.facts import ClusterFacts
+from webhook import admission
+from webhook.metrics import CONTENT_TYPE, Metrics
+
+log = logging.getLogger("gpuguard.webhook")
+
+# kube-apiserver refuses request bodies over 3 MiB (apiserver/pkg/server/config.go
+# MaxRequestBodyBytes = 3 * 1024 * 1024); a review wraps the object (and oldObject on UPDATE),
+# so allow twice that plus room for the envelope.
+DEFAULT_MAX_BODY_BYTES = 2 * 3 * 1024 * 1024 + 256 * 1024
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+class FactsProvider(Protocol):
+    @property
+    def ready(self) -> bool: ...
+
+    def current(self) -> ClusterFacts: ...
+
+    def age_seconds(self) -> float | None: ...
+
+
+class StaticFacts:
+    """Facts that never change: a snapshot file, or none at all."""
+
+    def __init__(self, facts: ClusterFacts | None = None) -> None:
+        self._facts = facts or ClusterFacts.empty()
+        self._loaded = time.monotonic()
+
+    @property
+    def ready(self) -> bool:
+        return True
+
+    def current(self) -> ClusterFacts:
+        return self._facts
+
+    def age_seconds(self) -> float | None:
+        return None if self._facts.is_empty else time.monotonic() - self._loaded
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class ClientGone(Exception):
+    pass
+
+
+async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
+    """The request body, refusing (by Content-Length, then by counting) anything over ``limit``."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            try:
+                if int(value) > limit:
+                    raise BodyTooLarge
+            except ValueError:
+                pass  # the HTTP parser rejects a bad Content-Length before we get here
+            break
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def send_json(send: Send, status: int, body: bytes) -> None:
+    headers = [*JSON_HEADERS, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class AdmissionEndpoint:
+    """``POST /validate`` or ``POST /mutate`` as a raw ASGI app."""
+
+    def __init__(
+        self,
+        mutating: bool,
+        config: Config,
+        facts: FactsProvider,
+        metrics: Metrics,
+        max_body_bytes: int,
+        evaluator: admission.Evaluator,
+    ) -> None:
+        self.mutating = mutating
+        self.endpoint = "mutate" if mutating else "validate"
+        self.config = config
+        self.facts = facts
+        self.metrics = metrics
+        self.max_body_bytes = max_body_bytes
+        self.evaluator = evaluator
+        self.decide = admission.mutate if mutating else admission.validate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        try:
+            body = await read_body(scope, receive, self.max_body_bytes)
+        except BodyTooLarge:
+            self.metrics.count_error(self.endpoint, "too_large")
+            reason = f"request body exceeds {self.max_body_bytes} bytes"
+            await send_json(send, 413, orjson.dumps({"error": "payload too large", "reason": reason}))
+            return
+        except ClientGone:
+            return
+        try:
+            req = admission.parse_review(body)
+        except admission.EnvelopeError as exc:
+            self.metrics.count_error(self.endpoint, "bad_request")
+            log.warning("%s: bad AdmissionReview: %s", self.endpoint, exc)
+            await send_json(send, 400, orjson.dumps({"error": "bad AdmissionReview", "reason": str(exc)}))
+            return
+        try:
+            verdict = self.decide(req, self.config, self.facts.current(), self.evaluator)
+        except Exception:
+            log.exception(
+                "%s: engine failed on %s %s/%s uid=%s", self.endpoint, req.kind, req.namespace, req.name, req.uid
+            )
+            self.metrics.count_error(self.endpoint, "engine_error")
+            verdict = admission.engine_failure(self.mutating, self.config)
+        payload = admission.encode_response(req.uid, verdict)
+        await send_json(send, 200, payload)
+        if verdict.findings and not self.mutating:
+            self.metrics.observe_findings(verdict.findings)
+        self.metrics.observe_review(
+            self.endpoint, req.kind, req.operation, verdict.allowed, time.perf_counter() - started
+        )
+        if not verdict.allowed and not verdict.engine_error:
+            log.info("denied %s %s/%s uid=%s dryRun=%s", req.kind, req.namespace, req.name, req.uid, req.dry_run)
+
+
+class WebhookApp(FastAPI):
+    """FastAPI, except that ``POST /validate`` and ``POST /mutate`` skip the middleware stack
+    and router: they are dispatched straight to their ASGI endpoints (the routes stay registered
+    so that, say, ``GET /validate`` still gets a 405 from the router)."""
+
+    admission_endpoints: dict[str, AdmissionEndpoint]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            endpoint = self.admission_endpoints.get(scope["path"])
+            if endpoint is not None:
+                await endpoint(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
+def create_app(
+    config: Config,
+    facts_provider: FactsProvider,
+    *,
+    metrics: Metrics | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    evaluator: admission.Evaluator = evaluate,
+) -> WebhookApp:
+    """The webhook app; ``evaluator`` is the engine entry point (replaceable for fault tests)."""
+    metrics = metrics or Metrics()
+    app = WebhookApp(title="gpuguard admission webhook", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.metrics = metrics
+    app.state.facts = facts_provider
+    app.admission_endpoints = {}
+    for mutating in (False, True):
+        endpoint = AdmissionEndpoint(mutating, config, facts_provider, metrics, max_body_bytes, evaluator)
+        path = f"/{endpoint.endpoint}"
+        app.admission_endpoints[path] = endpoint
+        app.router.routes.append(Route(path, endpoint=endpoint, methods=["POST"]))
+
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        return Response(b'{"status":"ok"}', media_type="application/json")
+
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        facts = facts_provider.current()
+        ready = facts_provider.ready
+        body = orjson.dumps(
+            {
+                "ready": ready,
+                "facts": facts.source,
+                "nodes": len(facts.nodes),
+                "runtimeClasses": len(facts.runtime_classes),
+            }
+        )
+        return Response(body, status_code=200 if ready else 503, media_type="application/json")
+
+    @app.get("/metrics")
+    async def prometheus() -> Response:
+        facts = facts_provider.current()
+        text = metrics.render(facts_provider.age_seconds(), facts_provider.ready, len(facts.nodes))
+        return Response(text, media_type=CONTENT_TYPE)
+
+    return app

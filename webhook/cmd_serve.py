@@ -1,0 +1,130 @@
+"""``gpuguard serve``: the validating/mutating admission webhook over TLS."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+DEFAULT_PORT = 8443
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tls-cert", required=True, metavar="FILE", help="serving certificate (PEM, chain allowed)")
+    parser.add_argument("--tls-key", required=True, metavar="FILE", help="private key of the serving certificate")
+    parser.add_argument(
+        "--client-ca", metavar="FILE", help="require client certificates signed by this CA (mutual TLS)"
+    )
+    parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT})")
+    parser.add_argument(
+        "--config", metavar="FILE", help="gpuguard policy config (YAML); without it the rule defaults apply"
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--cluster", metavar="FILE", help="cluster facts from a snapshot (`kubectl get nodes,runtimeclasses -o yaml`)"
+    )
+    source.add_argument(
+        "--in-cluster", action="store_true", help="watch Nodes and RuntimeClasses with the pod's service account"
+    )
+    source.add_argument("--kubeconfig", metavar="FILE", help="watch Nodes and RuntimeClasses using this kubeconfig")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes sharing the port (default: 1)")
+    parser.add_argument(
+        "--tls-reload-interval",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how often to check the certificate files for rotation (default: 10)",
+    )
+    parser.add_argument(
+        "--log-level", default="info", choices=("debug", "info", "warning", "error"), help="(default: info)"
+    )
+
+
+def _source_line(args: argparse.Namespace) -> str:
+    if args.cluster:
+        return f"cluster facts from snapshot {args.cluster}"
+    if args.in_cluster:
+        return "cluster facts from the API server (in-cluster service account), watched live"
+    if args.kubeconfig:
+        return f"cluster facts from the API server (kubeconfig {args.kubeconfig}), watched live"
+    return (
+        "no cluster source (--cluster, --in-cluster or --kubeconfig): running without cluster facts; "
+        "rules that need them are skipped"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    import logging
+    from pathlib import Path
+
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    log = logging.getLogger("gpuguard.serve")
+    log.info("gpuguard webhook starting: %s", _source_line(args))
+
+    from linter.configfile import load_config_file
+    from linter.snapshot import load_cluster_facts
+    from linter.yamlsafe import InputError
+    from policies.config import Config
+    from webhook.app import FactsProvider, StaticFacts
+    from webhook.server import ServeOptions, serve
+    from webhook.tlsreload import CertificateError, check_pair, read_pair
+
+    if args.workers < 1:
+        log.error("--workers must be at least 1")
+        return 2
+    try:
+        config = load_config_file(args.config)[0] if args.config else Config()
+        snapshot = load_cluster_facts(args.cluster) if args.cluster else None
+        check_pair(read_pair(Path(args.tls_cert), Path(args.tls_key)))
+    except InputError as exc:
+        log.error("%s", exc)
+        return 2
+    except CertificateError as exc:
+        log.error("%s", exc)
+        return 2
+    if snapshot is not None:
+        log.info("loaded %d nodes and %d RuntimeClasses", len(snapshot.nodes), len(snapshot.runtime_classes))
+    live: Any = None
+    if args.in_cluster or args.kubeconfig:
+        from webhook.live_facts import from_kubeconfig
+
+        try:  # load the credentials now so that a missing kubeconfig fails before serving
+            live = from_kubeconfig(args.kubeconfig, args.in_cluster)
+        except Exception as exc:
+            log.error("cannot load Kubernetes credentials: %s", exc)
+            return 2
+
+    def facts_factory() -> FactsProvider:
+        # Called in each worker process: the watch threads start after the fork.
+        if live is not None:
+            provider: FactsProvider = live.start()
+            return provider
+        return StaticFacts(snapshot)
+
+    options = ServeOptions(
+        config=config,
+        facts_factory=facts_factory,
+        tls_cert=Path(args.tls_cert),
+        tls_key=Path(args.tls_key),
+        client_ca=Path(args.client_ca) if args.client_ca else None,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        tls_reload_interval=args.tls_reload_interval,
+    )
+    try:
+        return serve(options)
+    except OSError as exc:
+        log.error("cannot serve on %s:%d: %s", args.host, args.port, exc)
+        return 1
+
+
+if __name__ == "__main__":  # `python -m webhook.cmd_serve ...` runs the server without the other subcommands
+    _parser = argparse.ArgumentParser(prog="gpuguard serve")
+    add_arguments(_parser)
+    sys.exit(run(_parser.parse_args()))

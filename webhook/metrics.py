@@ -1,0 +1,124 @@
+"""Prometheus metrics in the text exposition format (version 0.0.4), kept in plain dicts.
+
+All updates happen on the server's event loop thread, so no locks are needed.  With
+``--workers N`` each worker process keeps its own counters (scrape each pod, not each process;
+prefer one worker per pod and more replicas).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable
+
+from policies.types import Finding
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(names: tuple[str, ...], values: tuple[str, ...]) -> str:
+    if not names:
+        return ""
+    return "{" + ",".join(f'{n}="{_escape(v)}"' for n, v in zip(names, values, strict=True)) + "}"
+
+
+def _number(value: float) -> str:
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+class Histogram:
+    def __init__(self, buckets: tuple[float, ...] = LATENCY_BUCKETS) -> None:
+        self.buckets = buckets
+        self.counts = [0] * (len(buckets) + 1)  # the last slot is +Inf only
+        self.total = 0.0
+        self.count = 0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.buckets, value)] += 1
+        self.total += value
+        self.count += 1
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.reviews: defaultdict[tuple[str, str, str, str], int] = defaultdict(int)
+        self.findings: defaultdict[tuple[str, str], int] = defaultdict(int)
+        self.errors: defaultdict[tuple[str, str], int] = defaultdict(int)
+        self.latency: dict[str, Histogram] = {}
+        self.cert_reloads: defaultdict[str, int] = defaultdict(int)
+
+    def observe_review(self, endpoint: str, kind: str, operation: str, allowed: bool, seconds: float) -> None:
+        self.reviews[(endpoint, kind, operation, "true" if allowed else "false")] += 1
+        hist = self.latency.get(endpoint)
+        if hist is None:
+            hist = self.latency[endpoint] = Histogram()
+        hist.observe(seconds)
+
+    def observe_findings(self, findings: Iterable[Finding]) -> None:
+        for f in findings:
+            self.findings[(f.rule, str(f.severity))] += 1
+
+    def count_error(self, endpoint: str, reason: str) -> None:
+        """reason: bad_request | too_large | engine_error."""
+        self.errors[(endpoint, reason)] += 1
+
+    def count_cert_reload(self, result: str) -> None:
+        """result: ok | invalid."""
+        self.cert_reloads[result] += 1
+
+    def render(self, facts_age_seconds: float | None, facts_ready: bool, facts_nodes: int) -> str:
+        out: list[str] = []
+
+        def family(name: str, typ: str, doc: str) -> None:
+            out.append(f"# HELP {name} {doc}")
+            out.append(f"# TYPE {name} {typ}")
+
+        name = "gpuguard_admission_reviews_total"
+        family(name, "counter", "AdmissionReviews answered, by endpoint, object kind, operation and verdict.")
+        keys = ("endpoint", "kind", "operation", "allowed")
+        for values, n in sorted(self.reviews.items()):
+            out.append(f"{name}{_labels(keys, values)} {n}")
+
+        name = "gpuguard_admission_review_duration_seconds"
+        family(name, "histogram", "Time to answer an AdmissionReview, from first byte read to response.")
+        for endpoint, hist in sorted(self.latency.items()):
+            cumulative = 0
+            for bound, n in zip(hist.buckets, hist.counts, strict=False):
+                cumulative += n
+                lbl = _labels(("endpoint", "le"), (endpoint, _number(bound)))
+                out.append(f"{name}_bucket{lbl} {cumulative}")
+            lbl = _labels(("endpoint", "le"), (endpoint, "+Inf"))
+            out.append(f"{name}_bucket{lbl} {hist.count}")
+            out.append(f"{name}_sum{_labels(('endpoint',), (endpoint,))} {_number(hist.total)}")
+            out.append(f"{name}_count{_labels(('endpoint',), (endpoint,))} {hist.count}")
+
+        name = "gpuguard_findings_total"
+        family(name, "counter", "Findings reported in AdmissionReviews, by rule and severity.")
+        for pair, n in sorted(self.findings.items()):
+            out.append(f"{name}{_labels(('rule', 'severity'), pair)} {n}")
+
+        name = "gpuguard_admission_errors_total"
+        family(name, "counter", "Requests answered with an error or by failureMode, by endpoint and reason.")
+        for pair, n in sorted(self.errors.items()):
+            out.append(f"{name}{_labels(('endpoint', 'reason'), pair)} {n}")
+
+        name = "gpuguard_tls_certificate_reloads_total"
+        family(name, "counter", "Serving certificate reloads after the files changed, by result.")
+        for result, n in sorted(self.cert_reloads.items()):
+            out.append(f"{name}{_labels(('result',), (result,))} {n}")
+
+        family("gpuguard_cluster_facts_ready", "gauge", "1 once cluster facts are loaded (or none are configured).")
+        out.append(f"gpuguard_cluster_facts_ready {1 if facts_ready else 0}")
+        family("gpuguard_cluster_facts_nodes", "gauge", "Nodes in the current cluster facts.")
+        out.append(f"gpuguard_cluster_facts_nodes {facts_nodes}")
+        if facts_age_seconds is not None:
+            family("gpuguard_cluster_facts_age_seconds", "gauge", "Seconds since the cluster facts last changed.")
+            out.append(f"gpuguard_cluster_facts_age_seconds {_number(round(facts_age_seconds, 3))}")
+        return "\n".join(out) + "\n"

@@ -1,0 +1,153 @@
+"""Running the webhook: one uvicorn server per worker process, each with its own TLS watcher.
+
+The listening socket is bound once in the parent.  With ``workers > 1`` the parent forks that
+many children which share the socket (the kernel spreads connections) and waits; SIGTERM/SIGINT
+are forwarded, and if one child dies the rest are stopped and the exit code is non-zero so that
+Kubernetes restarts the container.  Every worker builds its own facts source after the fork
+(threads do not survive ``fork``), its own SSLContext and certificate watcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import uvicorn
+
+from policies.config import Config
+from webhook.app import DEFAULT_MAX_BODY_BYTES, FactsProvider, create_app
+from webhook.metrics import Metrics
+from webhook.tlsreload import CertificateReloader, server_context
+
+log = logging.getLogger("gpuguard.serve")
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    config: Config
+    facts_factory: Callable[[], FactsProvider]
+    tls_cert: Path
+    tls_key: Path
+    client_ca: Path | None = None
+    host: str = "0.0.0.0"
+    port: int = 8443
+    workers: int = 1
+    tls_reload_interval: float = 10.0
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    keep_alive_seconds: int = 75  # longer than a client's idle pool timeout (Go's is 90 s)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def run_app(app: Any, options: ServeOptions, sock: socket.socket, metrics: Metrics | None = None) -> bool:
+    """Serve ``app`` over TLS on ``sock`` until SIGTERM/SIGINT; False if it never started."""
+    context = server_context(options.tls_cert, options.tls_key, options.client_ca)
+    on_reload = metrics.count_cert_reload if metrics is not None else None
+    reloader = CertificateReloader(context, options.tls_cert, options.tls_key, on_reload)
+    uconfig = uvicorn.Config(
+        app,
+        ssl_context_factory=lambda _config, _default: context,
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        timeout_keep_alive=options.keep_alive_seconds,
+        server_header=False,
+    )
+    server = uvicorn.Server(uconfig)
+
+    async def main() -> None:
+        watcher = asyncio.create_task(reloader.run(options.tls_reload_interval))
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+    with asyncio.Runner(loop_factory=uconfig.get_loop_factory()) as runner:
+        runner.run(main())
+    return bool(server.started)
+
+
+def run_worker(options: ServeOptions, sock: socket.socket) -> int:
+    facts = options.facts_factory()
+    metrics = Metrics()
+    app = create_app(options.config, facts, metrics=metrics, max_body_bytes=options.max_body_bytes)
+    try:
+        started = run_app(app, options, sock, metrics)
+    finally:
+        stop = getattr(facts, "stop", None)
+        if callable(stop):
+            stop()
+    return 0 if started else 1
+
+
+def serve(options: ServeOptions) -> int:
+    sock = bind(options.host, options.port)
+    log.info("listening on https://%s:%d with %d worker(s)", options.host, options.port, options.workers)
+    if options.workers <= 1:
+        return run_worker(options, sock)
+    children: list[int] = []
+    for _ in range(options.workers):
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                code = run_worker(options, sock)
+            except BaseException:
+                log.exception("worker failed")
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        children.append(pid)
+    return _supervise(children)
+
+
+def _supervise(children: list[int]) -> int:
+    stopping = False
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    code = 0
+    alive = set(children)
+    while alive:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        alive.discard(pid)
+        exit_code = os.waitstatus_to_exitcode(status)
+        if not stopping:
+            log.error("worker %d exited with %d; stopping the others", pid, exit_code)
+            code = 1
+            forward(signal.SIGTERM, None)
+        elif exit_code not in (0, -signal.SIGTERM, -signal.SIGINT):
+            # uvicorn re-raises the signal it shut down on, so a clean stop may end "by signal".
+            code = code or exit_code
+    return code
