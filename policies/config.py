@@ -49,6 +49,12 @@ class Config:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", index_workloads(self.extra_workloads))
         object.__setattr__(self, "_is_gpu", GpuResourceNames(self.gpu_resource_names))
+        resolved = {
+            rule_id: self.rules.get(rule_id)
+            or RuleSettings(module.DEFAULT_SEVERITY, {o.name: o.default for o in module.OPTIONS})
+            for rule_id, module in RULES.items()
+        }
+        object.__setattr__(self, "_settings", resolved)
 
     @property
     def workload_index(self) -> dict[tuple[str, str], Workload]:
@@ -61,10 +67,8 @@ class Config:
         return fn
 
     def settings(self, rule_id: str) -> RuleSettings:
-        if rule_id in self.rules:
-            return self.rules[rule_id]
-        module = RULES[rule_id]
-        return RuleSettings(module.DEFAULT_SEVERITY, {o.name: o.default for o in module.OPTIONS})
+        resolved: dict[str, RuleSettings] = self._settings  # type: ignore[attr-defined]
+        return resolved[rule_id]
 
 
 def _expect(value: Any, typ: type | tuple[type, ...], key: str, what: str) -> Any:

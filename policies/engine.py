@@ -139,29 +139,87 @@ def evaluate(obj: dict[str, Any], config: Config | None = None, facts: ClusterFa
         ignored = _ignored(obj, pod)
         if "all" in ignored:
             continue
-        for rule_id, module in RULES.items():
+        violations, pod_skipped = _check_memoised(obj, meta, pod, config, facts, has_facts, ignored, cache)
+        skipped.update(pod_skipped)
+        for rule_id, v in violations:
+            module = RULES[rule_id]
             settings = config.settings(rule_id)
-            if settings.severity is None or rule_id in ignored:
-                continue
-            if module.NEEDS_FACTS == "yes" and not has_facts:
-                skipped.add(rule_id)
-                continue
-            if not pod.scheduling_known and getattr(module, "NEEDS_SCHEDULING", module.NEEDS_FACTS == "yes"):
-                # Operator-built pods (TrainJob, NIMService): their selectors/tolerations are unknown.
-                continue
-            ctx = RuleContext(
-                obj=obj,
-                pod=pod,
-                facts=facts,
-                has_facts=has_facts,
-                options=dict(settings.options),
-                is_gpu=config.is_gpu,
-                cache=cache,
-            )
-            for v in module.check(ctx):
-                ev.findings.append(_finding(rule_id, module.REMEDIATION, settings, v, pod, kind, name, namespace))
+            ev.findings.append(_finding(rule_id, module.REMEDIATION, settings, v, pod, kind, name, namespace))
     ev.skipped_rules = tuple(sorted(skipped))
     return ev
+
+
+_MEMO_MAX_SPEC = 64 * 1024  # larger specs are evaluated afresh rather than kept as memo keys
+_MEMO_LIMIT = 4096
+RuleResults = tuple[tuple[tuple[str, Violation], ...], frozenset[str]]
+
+
+def _check_memoised(
+    obj: dict[str, Any],
+    meta: dict[str, Any],
+    pod: PodTemplate,
+    config: Config,
+    facts: ClusterFacts,
+    has_facts: bool,
+    ignored: set[str],
+    cache: dict[str, Any],
+) -> RuleResults:
+    """Run the rules on one pod template, memoised per facts snapshot and config.
+
+    Rules are pure functions of the template, the object's annotations, the config and the facts,
+    and controllers create many identical pods (a ReplicaSet's replicas differ only in names), so
+    the webhook evaluates each distinct template once per snapshot.  Violations are immutable and
+    carry paths relative to the template, so they are shared safely.
+    """
+    spec_text = repr(pod.spec)
+    if len(spec_text) > _MEMO_MAX_SPEC:
+        return _check(obj, pod, config, facts, has_facts, ignored, cache)
+    key = (
+        "rules",
+        id(config),
+        pod.spec_pointer,
+        pod.shape,
+        pod.scheduling_known,
+        spec_text,
+        repr(pod.metadata.get("annotations")),
+        repr(meta.get("annotations")),
+        frozenset(ignored),
+    )
+    memo = facts.memo
+    found = memo.get(key)
+    if found is None or found[0] is not config:
+        if len(memo) > _MEMO_LIMIT:
+            memo.clear()
+        found = memo[key] = (config, _check(obj, pod, config, facts, has_facts, ignored, cache))
+    result: RuleResults = found[1]
+    return result
+
+
+def _check(
+    obj: dict[str, Any],
+    pod: PodTemplate,
+    config: Config,
+    facts: ClusterFacts,
+    has_facts: bool,
+    ignored: set[str],
+    cache: dict[str, Any],
+) -> RuleResults:
+    found: list[tuple[str, Violation]] = []
+    skipped: set[str] = set()
+    ctx = RuleContext(obj=obj, pod=pod, facts=facts, has_facts=has_facts, options={}, is_gpu=config.is_gpu, cache=cache)
+    for rule_id, module in RULES.items():
+        settings = config.settings(rule_id)
+        if settings.severity is None or rule_id in ignored:
+            continue
+        if module.NEEDS_FACTS == "yes" and not has_facts:
+            skipped.add(rule_id)
+            continue
+        if not pod.scheduling_known and getattr(module, "NEEDS_SCHEDULING", module.NEEDS_FACTS == "yes"):
+            # Operator-built pods (TrainJob, NIMService): their selectors/tolerations are unknown.
+            continue
+        ctx.options = settings.options
+        found.extend((rule_id, v) for v in module.check(ctx))
+    return tuple(found), frozenset(skipped)
 
 
 def _finding(

@@ -173,6 +173,7 @@ class ClusterFacts:
             NodeGroup(members[0], tuple(members), _varying_labels(members)) for members in buckets.values()
         )
         object.__setattr__(self, "groups", groups)
+        object.__setattr__(self, "_memo", {})
 
     @property
     def is_empty(self) -> bool:
@@ -183,10 +184,19 @@ class ClusterFacts:
         return cls(source="none")
 
     def resource_names(self) -> frozenset[str]:
-        names: set[str] = set()
-        for group in self.groups:
-            names.update(n for n, q in group.representative.allocatable.items() if q > 0)
-        return frozenset(names)
+        cached: frozenset[str] | None = self.memo.get("resource_names")
+        if cached is None:
+            names: set[str] = set()
+            for group in self.groups:
+                names.update(n for n, q in group.representative.allocatable.items() if q > 0)
+            cached = self.memo["resource_names"] = frozenset(names)
+        return cached
+
+    @property
+    def memo(self) -> dict[Any, Any]:
+        """Per-snapshot memo for derived data (never part of equality or the snapshot's meaning)."""
+        memo: dict[Any, Any] = self._memo  # type: ignore[attr-defined]
+        return memo
 
     @classmethod
     def from_objects(cls, objects: Iterable[Mapping[str, Any]], source: str = "snapshot") -> ClusterFacts:

@@ -12,6 +12,7 @@ A bare "E" is the exa suffix; "E" followed by digits is an exponent.  Values are
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 
@@ -41,6 +42,18 @@ class QuantityError(ValueError):
 
 def parse_quantity(value: object) -> Fraction:
     """Parse a quantity given as a YAML/JSON scalar (str, int or float)."""
+    if isinstance(value, str | int | float):
+        return _parse_cached(value)
+    return _parse(value)
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _parse_cached(value: str | int | float) -> Fraction:
+    # Manifests repeat the same few quantities ("1", "8", "16Gi"); Fractions are immutable.
+    return _parse(value)
+
+
+def _parse(value: object) -> Fraction:
     if isinstance(value, bool) or value is None:
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int):
@@ -50,7 +63,7 @@ def parse_quantity(value: object) -> Fraction:
         text = repr(value)
         if "inf" in text or "nan" in text:
             raise QuantityError(f"{value!r} is not a quantity")
-        return parse_quantity(text)
+        return _parse(text)
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")
     text = value.strip()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -24,6 +25,7 @@ def is_qualified_name(name: str) -> bool:
     return bool(_QUALIFIED_NAME.match(name))
 
 
+@functools.lru_cache(maxsize=4096)
 def is_extended(name: str) -> bool:
     """helper.IsExtendedResourceName: not native, no ``requests.`` prefix, qualified."""
     if is_native(name) or name.startswith("requests."):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import ModuleType
@@ -51,7 +51,7 @@ class RuleContext:
     pod: PodTemplate
     facts: ClusterFacts
     has_facts: bool
-    options: dict[str, Any]
+    options: Mapping[str, Any]
     is_gpu: Callable[[str], bool]
     cache: dict[str, Any] = field(default_factory=dict)
 

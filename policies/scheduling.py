@@ -337,9 +337,42 @@ def analysis_cached(
 ) -> list[GroupVerdict]:
     key = "scheduling:" + pod.spec_pointer
     if key not in cache:
-        cache[key] = analyse(pod, requests, facts)
+        cache[key] = _analysis_memo(pod, requests, facts)
     result: list[GroupVerdict] = cache[key]
     return result
+
+
+_MEMO_LIMIT = 4096
+
+
+def _constraints_key(pod: PodTemplate, requests: Mapping[str, Fraction]) -> tuple[Any, ...]:
+    """Everything ``analyse`` reads from a pod, as a hashable key."""
+    spec = pod.spec
+    affinity = spec.get("affinity")
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    return (
+        repr(spec.get("nodeSelector")),
+        repr(node_affinity),
+        repr(spec.get("tolerations")),
+        repr(spec.get("runtimeClassName")),
+        tuple(sorted(requests.items())),
+    )
+
+
+def _analysis_memo(pod: PodTemplate, requests: Mapping[str, Fraction], facts: ClusterFacts) -> list[GroupVerdict]:
+    """``analyse`` memoised per facts snapshot on the fields it reads.
+
+    Pods of one workload (and of one team) share their scheduling constraints, so the webhook
+    analyses each distinct set once per snapshot; verdicts are treated as read-only by rules.
+    """
+    key = ("analyse", *_constraints_key(pod, requests))
+    memo = facts.memo
+    verdicts: list[GroupVerdict] | None = memo.get(key)
+    if verdicts is None:
+        if len(memo) > _MEMO_LIMIT:
+            memo.clear()
+        verdicts = memo[key] = analyse(pod, requests, facts)
+    return verdicts
 
 
 @dataclass(frozen=True, slots=True)
@@ -450,7 +483,19 @@ def diagnosis_cached(
 ) -> Diagnosis:
     key = "diagnosis:" + pod.spec_pointer
     if key not in cache:
-        cache[key] = diagnose(pod, requests, facts, is_gpu, analysis_cached(cache, pod, requests, facts))
+        # Memoised per snapshot like the analysis; ``is_gpu`` is part of the key by identity
+        # (one config's predicate object lives as long as the config).
+        memo_key = ("diagnose", id(is_gpu), *_constraints_key(pod, requests))
+        memo = facts.memo
+        found = memo.get(memo_key)
+        if found is None or found[0] is not is_gpu:
+            if len(memo) > _MEMO_LIMIT:
+                memo.clear()
+            found = memo[memo_key] = (
+                is_gpu,
+                diagnose(pod, requests, facts, is_gpu, analysis_cached(cache, pod, requests, facts)),
+            )
+        cache[key] = found[1]
     result: Diagnosis = cache[key]
     return result
 

@@ -134,3 +134,19 @@ def test_rule_module_is_documented(rule_id: str) -> None:
     assert module.NEEDS_FACTS in ("no", "yes", "partly")
     for option in module.OPTIONS:
         assert option.doc
+
+
+def test_memo_keeps_identity_and_separates_configs(example_facts: ClusterFacts) -> None:
+    first = _pod({"nvidia.com/gpu": 1})
+    second = _pod({"nvidia.com/gpu": 1})
+    second["metadata"]["name"] = "train-2"
+    strict = load_config({})
+    relaxed = load_config({"rules": {"gpu-limit-missing": "off"}})
+    a = evaluate(first, strict, example_facts)
+    b = evaluate(second, strict, example_facts)
+    assert [f.rule for f in a.findings] == [f.rule for f in b.findings]
+    assert {f.name for f in b.findings} == {"train-2"}
+    assert not [f for f in evaluate(second, relaxed, example_facts).findings if f.rule == "gpu-limit-missing"]
+    changed = _pod({"nvidia.com/gpu": 1})
+    changed["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": 1}
+    assert not [f for f in evaluate(changed, strict, example_facts).findings if f.rule == "gpu-limit-missing"]

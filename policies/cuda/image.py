@@ -14,6 +14,7 @@ documented — resolves to nothing: the version is never invented.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -73,6 +74,7 @@ class ImageCuda:
     datacenter_drivers: tuple[Version, ...] | None = None
 
 
+@functools.lru_cache(maxsize=2048)
 def cuda_from_image(reference: str) -> ImageCuda | None:
     ref = parse_image(reference)
     if ref is None or ref.tag is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -88,8 +89,13 @@ class Knowledge:
     def ngc_release(self, framework: str, release: str) -> NgcRow | None:
         return self.ngc.get((framework, release))
 
-    def ngc_frameworks(self) -> frozenset[str]:
+    @functools.cached_property
+    def _ngc_frameworks(self) -> frozenset[str]:
         return frozenset(f for f, _ in self.ngc)
+
+    def ngc_frameworks(self) -> frozenset[str]:
+        return self._ngc_frameworks
+
 
 
 def _rows(name: str) -> list[dict[str, Any]]:
