@@ -19,7 +19,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 CA_CERT = "ca.crt"
@@ -29,6 +29,8 @@ TLS_KEY = "tls.key"
 
 # Back-date notBefore a little so that a node whose clock lags does not reject a fresh cert.
 CLOCK_SKEW = dt.timedelta(minutes=5)
+
+SigningKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
 
 
 class CertError(ValueError):
@@ -86,7 +88,7 @@ def _write(path: Path, data: bytes, mode: int) -> None:
         raise
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+def _key_pem(key: SigningKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
@@ -134,7 +136,7 @@ def _spki(public_key: object) -> bytes:
     )
 
 
-def load_ca(cert_path: Path, key_path: Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def load_ca(cert_path: Path, key_path: Path) -> tuple[x509.Certificate, SigningKey]:
     """Load an existing CA; reject non-CA certificates and keys that do not match."""
     try:
         cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
@@ -148,8 +150,8 @@ def load_ca(cert_path: Path, key_path: Path) -> tuple[x509.Certificate, ec.Ellip
         raise CertError(f"cannot read CA key {key_path}: {exc.strerror or exc}") from None
     except (ValueError, TypeError) as exc:
         raise CertError(f"{key_path} is not an unencrypted PEM private key: {exc}") from None
-    if not isinstance(key, ec.EllipticCurvePrivateKey):
-        raise CertError(f"{key_path}: only ECDSA CA keys are supported, got {type(key).__name__}")
+    if not isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        raise CertError(f"{key_path}: only ECDSA and RSA CA keys are supported, got {type(key).__name__}")
     if _spki(key.public_key()) != _spki(cert.public_key()):
         raise CertError(f"{key_path} does not match the public key of {cert_path}")
     try:
@@ -163,7 +165,7 @@ def load_ca(cert_path: Path, key_path: Path) -> tuple[x509.Certificate, ec.Ellip
 
 def _serving_cert(
     ca_cert: x509.Certificate,
-    ca_key: ec.EllipticCurvePrivateKey,
+    ca_key: SigningKey,
     key: ec.EllipticCurvePrivateKey,
     common_name: str,
     sans: list[x509.GeneralName],
@@ -222,6 +224,7 @@ def generate_bundle(
     now = dt.datetime.now(dt.UTC)
     out_dir.mkdir(parents=True, exist_ok=True)
     ca_key_out: bytes | None = None
+    signing_key: SigningKey
     if ca_cert is not None and ca_key is not None:
         ca, signing_key = load_ca(ca_cert, ca_key)
         if ca.not_valid_after_utc <= now:

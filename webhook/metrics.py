@@ -119,6 +119,10 @@ class Metrics:
         family("gpuguard_cluster_facts_nodes", "gauge", "Nodes in the current cluster facts.")
         out.append(f"gpuguard_cluster_facts_nodes {facts_nodes}")
         if facts_age_seconds is not None:
-            family("gpuguard_cluster_facts_age_seconds", "gauge", "Seconds since the cluster facts last changed.")
+            family(
+                "gpuguard_cluster_facts_age_seconds",
+                "gauge",
+                "Seconds since the API server last confirmed the cluster facts.",
+            )
             out.append(f"gpuguard_cluster_facts_age_seconds {_number(round(facts_age_seconds, 3))}")
         return "\n".join(out) + "\n"

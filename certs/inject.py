@@ -1,0 +1,144 @@
+"""Write a CA bundle into the webhook configurations of YAML manifest files, in place.
+
+Only the documents holding a ValidatingWebhookConfiguration or MutatingWebhookConfiguration are
+re-serialised (ruamel.yaml round-trip, so their comments survive); every other document keeps
+its exact bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+WEBHOOK_KINDS = frozenset({"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"})
+WEBHOOK_API_GROUP = "admissionregistration.k8s.io/"
+
+# A document separator: "---" alone (or followed by a comment/space) at the start of a line.
+_SEPARATOR = re.compile(r"^---(?:[ \t].*)?$\n?", re.MULTILINE)
+
+
+class InjectError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Injected:
+    file: Path
+    webhooks: int  # webhook entries updated
+    configurations: int  # webhook configuration documents touched
+
+
+def _split_documents(text: str) -> list[tuple[str, str]]:
+    """(separator, body) pairs whose concatenation is the text."""
+    parts: list[tuple[str, str]] = []
+    last_end = 0
+    separator = ""
+    for match in _SEPARATOR.finditer(text):
+        parts.append((separator, text[last_end : match.start()]))
+        separator = match.group(0)
+        last_end = match.end()
+    parts.append((separator, text[last_end:]))
+    return parts
+
+
+_KEY_LINE = re.compile(r"^( *)(?:- +)?[^\s#-][^#]*:\s*(?:#.*)?$")
+_CONTENT_LINE = re.compile(r"^( *)(- )?\S")
+
+
+def _indentation(body: str) -> tuple[int, int]:
+    """(mapping indent, dash offset) as written: from each ``key:`` line opening a block, the
+    indentation of the next content line (a nested key, or a ``- `` item)."""
+    mapping: dict[int, int] = {}
+    offsets: dict[int, int] = {}
+    lines = [line for line in body.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    for line, following in itertools.pairwise(lines):
+        key = _KEY_LINE.match(line)
+        nxt = _CONTENT_LINE.match(following)
+        if not key or not nxt:
+            continue
+        # a key after "- " sits at the item's content column
+        dash = re.match(r"^ *- +", line)
+        base = dash.end() if dash else len(key.group(1))
+        step = len(nxt.group(1)) - base
+        if nxt.group(2):
+            if step >= 0:
+                offsets[step] = offsets.get(step, 0) + 1
+        elif step > 0:
+            mapping[step] = mapping.get(step, 0) + 1
+    indent = max(mapping, key=lambda k: mapping[k]) if mapping else 2
+    offset = max(offsets, key=lambda k: offsets[k]) if offsets else 0
+    return indent, offset
+
+
+def _is_webhook_configuration(doc: Any) -> bool:
+    return (
+        isinstance(doc, dict)
+        and doc.get("kind") in WEBHOOK_KINDS
+        and str(doc.get("apiVersion", "")).startswith(WEBHOOK_API_GROUP)
+    )
+
+
+def _update(doc: Any, ca_bundle: str) -> int:
+    from ruamel.yaml.comments import CommentedMap
+
+    webhooks = doc.get("webhooks")
+    if not isinstance(webhooks, list):
+        return 0
+    count = 0
+    for webhook in webhooks:
+        if not isinstance(webhook, dict):
+            continue
+        client = webhook.get("clientConfig")
+        if not isinstance(client, dict):
+            client = CommentedMap()
+            webhook["clientConfig"] = client
+        client["caBundle"] = ca_bundle
+        count += 1
+    return count
+
+
+def inject_ca_bundle(path: Path, ca_pem: bytes) -> Injected:
+    """Set ``webhooks[].clientConfig.caBundle`` to base64(ca_pem) in every webhook configuration."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InjectError(f"cannot read {path}: {exc}") from None
+    ca_bundle = base64.b64encode(ca_pem).decode("ascii")
+    out: list[str] = []
+    webhooks = configurations = 0
+    for separator, body in _split_documents(text):
+        yaml = YAML(typ="rt")
+        yaml.preserve_quotes = True
+        yaml.width = 4096  # never fold the long base64 line
+        try:
+            doc = yaml.load(body) if body.strip() else None
+        except YAMLError as exc:
+            raise InjectError(f"{path}: invalid YAML: {exc}") from None
+        if not _is_webhook_configuration(doc):
+            out.append(separator + body)
+            continue
+        mapping_indent, dash_offset = _indentation(body)
+        yaml.indent(mapping=mapping_indent, sequence=dash_offset + 2, offset=dash_offset)
+        updated = _update(doc, ca_bundle)
+        webhooks += updated
+        configurations += 1
+        buffer = io.StringIO()
+        yaml.dump(doc, buffer)
+        out.append(separator + buffer.getvalue())
+    if configurations == 0:
+        raise InjectError(f"{path}: no ValidatingWebhookConfiguration or MutatingWebhookConfiguration found")
+    new_text = "".join(out)
+    if new_text != text:
+        try:
+            path.write_text(new_text, encoding="utf-8")
+        except OSError as exc:
+            raise InjectError(f"cannot write {path}: {exc}") from None
+    return Injected(path, webhooks, configurations)

@@ -1,0 +1,393 @@
+"""Cluster facts kept current by listing and watching Nodes and RuntimeClasses.
+
+One background thread per resource runs the reflector loop that client-go's informers use:
+list (paginated) → watch from the list's resourceVersion with bookmarks → on ``410 Gone``
+relist → on other errors back off exponentially with jitter and resume.  Every change that
+matters to the rules rebuilds an immutable :class:`ClusterFacts` and swaps the reference in, so
+admission requests read ``current()`` without locks and never call the API server.
+
+Objects are read as the API server sends them (``_preload_content=False`` and raw watch
+events), i.e. with camelCase keys; list items carry no ``kind``, so they are converted with
+``node_from_object``/``runtime_class_from_object`` directly rather than by kind dispatch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from policies.facts import (
+    ClusterFacts,
+    NodeFacts,
+    RuntimeClassFacts,
+    node_from_object,
+    runtime_class_from_object,
+)
+
+log = logging.getLogger("gpuguard.facts")
+
+HTTP_GONE = 410
+LIST_PAGE_SIZE = 500
+# client-go's reflector: watch timeout is random in [minWatchTimeout, 2*minWatchTimeout).
+MIN_WATCH_TIMEOUT_SECONDS = 300
+CONNECT_TIMEOUT_SECONDS = 10.0
+LIST_READ_TIMEOUT_SECONDS = 60.0
+
+FactsCallback = Callable[[ClusterFacts], None]
+ApiClientFactory = Callable[[], Any]
+
+
+class ResourceGone(Exception):
+    """The resourceVersion is too old (HTTP 410): the store must be rebuilt by a fresh list."""
+
+
+class _Stopped(Exception):
+    """Raised inside a reflector thread to unwind it when stop() was called."""
+
+
+class _StatusError(Exception):
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(f"HTTP {status}: {reason}")
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class _Resource:
+    """How to list/watch one resource type and turn its objects into facts."""
+
+    name: str
+    api: str  # CoreV1Api | NodeV1Api
+    method: str  # list_node | list_runtime_class
+    convert: Callable[[Mapping[str, Any]], Any]
+
+
+NODES = _Resource("nodes", "CoreV1Api", "list_node", node_from_object)
+RUNTIME_CLASSES = _Resource("runtimeclasses", "NodeV1Api", "list_runtime_class", runtime_class_from_object)
+
+
+def _status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status", None)
+    return status if isinstance(status, int) else None
+
+
+def backoff_delay(attempt: int, initial: float, maximum: float, rng: random.Random) -> float:
+    """Exponential back-off with "equal jitter": half fixed, half random, capped at maximum."""
+    ceiling = min(maximum, initial * (2 ** max(0, attempt - 1)))
+    return float(ceiling / 2 + rng.uniform(0, ceiling / 2))
+
+
+class _Reflector:
+    """List+watch loop for one resource; keeps name → converted facts."""
+
+    def __init__(self, owner: LiveFacts, resource: _Resource) -> None:
+        self.owner = owner
+        self.resource = resource
+        self.store: dict[str, Any] = {}
+        self.version: str | None = None  # resume point: the last resourceVersion seen
+        self.synced = False
+        self.last_contact: float | None = None  # monotonic time the server last confirmed our view
+        self.list_calls = 0
+        self._response: Any = None  # the open watch response, so stop() can interrupt its read
+        self._rng = random.Random()
+        self.thread = threading.Thread(
+            target=self._run, name=f"gpuguard-watch-{resource.name}", daemon=True
+        )
+
+    # --- API calls -----------------------------------------------------------------------
+    def _method(self) -> Callable[..., Any]:
+        import kubernetes.client
+
+        api = getattr(kubernetes.client, self.resource.api)(self.owner.api_client)
+        method: Callable[..., Any] = getattr(api, self.resource.method)
+        return method
+
+    def _list(self) -> str:
+        """Full paginated list; replaces the store. Returns the list's resourceVersion."""
+        self.list_calls += 1
+        method = self._method()
+        items: list[Mapping[str, Any]] = []
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {
+                "limit": LIST_PAGE_SIZE,
+                "_preload_content": False,
+                "_request_timeout": (CONNECT_TIMEOUT_SECONDS, LIST_READ_TIMEOUT_SECONDS),
+            }
+            if token:
+                kwargs["_continue"] = token
+            try:
+                resp = method(**kwargs)
+            except Exception as exc:
+                if _status_of(exc) == HTTP_GONE:  # an expired continue token: start over
+                    raise ResourceGone(f"{self.resource.name}: {exc}") from None
+                raise
+            try:
+                status = getattr(resp, "status", 200)
+                body = resp.data
+            finally:
+                resp.release_conn()
+            if status == HTTP_GONE:
+                raise ResourceGone(f"{self.resource.name}: list continue token expired")
+            if not 200 <= status <= 299:
+                raise _StatusError(status, body[:200].decode("utf-8", "replace"))
+            page = json.loads(body)
+            items.extend(i for i in page.get("items") or () if isinstance(i, Mapping))
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or None
+            if token is None:
+                version = str(meta.get("resourceVersion") or "")
+                break
+            if self.owner.stopping:
+                raise _Stopped
+        store: dict[str, Any] = {}
+        for item in items:
+            converted = self.resource.convert(item)
+            if converted is not None:
+                store[converted.name] = converted
+        self.owner._replace(self, store)
+        return version
+
+    def _events(self, version: str) -> Iterator[dict[str, Any]]:
+        from kubernetes import watch
+
+        watch_module: Any = watch  # the client's watch module is untyped
+        w = watch_module.Watch()
+        timeout = int(self.owner.watch_timeout_seconds * (1 + self._rng.random()))
+        method = self._method()
+
+        # Watch derives a model type from the method's docstring and deserialises into it; an
+        # undocumented wrapper makes it hand back the raw dicts (and its ``deserialize=False``
+        # mode breaks on ERROR events, which it reads from a key only the other mode sets).
+        def raw(**kwargs: Any) -> Any:
+            resp = method(**kwargs)
+            self._response = resp
+            # stop() sets the flag, then interrupts whatever response is registered: one of the
+            # two sides always sees the other, whenever stop() runs.
+            if self.owner.stopping:
+                resp.release_conn()
+                raise _Stopped
+            return resp
+
+        stream = w.stream(
+            raw,
+            resource_version=version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout,
+            _request_timeout=(CONNECT_TIMEOUT_SECONDS, timeout + 30),
+        )
+        try:
+            yield from stream
+        finally:
+            self._response = None
+
+    def _watch(self) -> None:
+        """Watch from ``self.version`` until the server ends the stream or it fails."""
+        assert self.version is not None
+        try:
+            for event in self._events(self.version):
+                if self.owner.stopping:
+                    return
+                self._apply(event)
+        except Exception as exc:
+            if _status_of(exc) == HTTP_GONE:
+                raise ResourceGone(f"{self.resource.name}: {exc}") from None
+            raise
+        if not self.owner.stopping:
+            self.last_contact = time.monotonic()  # a clean end of the watch: nothing was missed
+
+    def _apply(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("type")
+        obj = event.get("object")
+        if not isinstance(obj, Mapping):
+            return
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+        assert isinstance(meta, Mapping)
+        if meta.get("resourceVersion"):
+            self.version = str(meta["resourceVersion"])
+        self.last_contact = time.monotonic()
+        name = meta.get("name")
+        if kind == "BOOKMARK" or not isinstance(name, str):
+            return
+        if kind in ("ADDED", "MODIFIED"):
+            converted = self.resource.convert(obj)
+            if converted is not None and self.store.get(name) != converted:
+                self.owner._put(self, name, converted)
+        elif kind == "DELETED" and name in self.store:
+            self.owner._put(self, name, None)
+
+    # --- the loop ------------------------------------------------------------------------
+    def _pause(self, attempt: int, exc: BaseException) -> None:
+        delay = backoff_delay(attempt, self.owner.backoff_initial, self.owner.backoff_max, self._rng)
+        log.warning("%s: %s; retrying in %.1fs", self.resource.name, exc, delay)
+        log.debug("%s: failure details", self.resource.name, exc_info=exc)
+        self.owner._stop_event.wait(delay)
+
+    def _run(self) -> None:
+        attempt = 0
+        while not self.owner.stopping:
+            try:
+                if self.version is None:
+                    self.version = self._list()
+                    log.info(
+                        "%s: listed %d at resourceVersion %s", self.resource.name, len(self.store), self.version
+                    )
+                self._watch()
+                attempt = 0
+            except _Stopped:
+                return
+            except ResourceGone as exc:
+                log.info("%s: %s; relisting", self.resource.name, exc)
+                self.version = None
+                attempt += 1
+                if attempt > 1:  # a relist that is gone again at once: do not hammer the server
+                    self._pause(attempt - 1, exc)
+            except Exception as exc:
+                if self.owner.stopping:
+                    return
+                attempt += 1
+                self._pause(attempt, exc)
+
+    def interrupt(self) -> None:
+        resp = self._response
+        sock = getattr(getattr(resp, "connection", None), "sock", None)
+        if sock is not None:
+            # Unblocks a read in progress (it returns end-of-stream); closing is left to the reader.
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+class LiveFacts:
+    """Facts from a live cluster, current within a watch round trip.
+
+    ``api_client_factory`` returns a ``kubernetes.client.ApiClient``; ``on_update`` is called
+    (from a watch thread) with every new snapshot.
+    """
+
+    def __init__(
+        self,
+        api_client_factory: ApiClientFactory,
+        on_update: FactsCallback | None = None,
+        *,
+        backoff_initial: float = 0.5,
+        backoff_max: float = 30.0,
+        watch_timeout_seconds: int = MIN_WATCH_TIMEOUT_SECONDS,
+    ) -> None:
+        self._factory = api_client_factory
+        self._on_update = on_update
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.watch_timeout_seconds = watch_timeout_seconds
+        self.api_client: Any = None
+        self._facts = ClusterFacts.empty()
+        self._lock = threading.Lock()
+        self._stop_event = threading.Event()
+        self._reflectors = (_Reflector(self, NODES), _Reflector(self, RUNTIME_CLASSES))
+        self._started = False
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop_event.is_set()
+
+    @property
+    def ready(self) -> bool:
+        """True once both Nodes and RuntimeClasses have been listed completely."""
+        return all(r.synced for r in self._reflectors)
+
+    @property
+    def list_calls(self) -> Mapping[str, int]:
+        return {r.resource.name: r.list_calls for r in self._reflectors}
+
+    def current(self) -> ClusterFacts:
+        return self._facts
+
+    def age_seconds(self) -> float | None:
+        """Seconds since the server last confirmed both resources (list, event, bookmark)."""
+        contacts = [r.last_contact for r in self._reflectors]
+        if not self.ready or any(c is None for c in contacts):
+            return None
+        return max(0.0, time.monotonic() - min(c for c in contacts if c is not None))
+
+    def start(self) -> LiveFacts:
+        if self._started:
+            raise RuntimeError("LiveFacts already started")
+        self._started = True
+        self.api_client = self._factory()
+        for r in self._reflectors:
+            r.thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the watch threads; interrupts blocked watch reads."""
+        self._stop_event.set()
+        for r in self._reflectors:
+            r.interrupt()
+        deadline = time.monotonic() + timeout
+        for r in self._reflectors:
+            if r.thread.is_alive():
+                r.thread.join(max(0.0, deadline - time.monotonic()))
+        close = getattr(self.api_client, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:  # closing a pool whose sockets were shut down may complain
+                log.debug("closing the API client failed", exc_info=True)
+
+    @property
+    def alive(self) -> bool:
+        return any(r.thread.is_alive() for r in self._reflectors)
+
+    # --- store updates (called from reflector threads) -----------------------------------
+    def _replace(self, reflector: _Reflector, store: dict[str, Any]) -> None:
+        with self._lock:
+            reflector.store = store
+            reflector.synced = True
+            reflector.last_contact = time.monotonic()
+            self._publish()
+
+    def _put(self, reflector: _Reflector, name: str, value: Any) -> None:
+        with self._lock:  # stores are only read by _publish, under the same lock
+            if value is None:
+                reflector.store.pop(name, None)
+            else:
+                reflector.store[name] = value
+            self._publish()
+
+    def _publish(self) -> None:
+        nodes_store, classes_store = (r.store for r in self._reflectors)
+        nodes: tuple[NodeFacts, ...] = tuple(nodes_store[k] for k in sorted(nodes_store))
+        classes: dict[str, RuntimeClassFacts] = dict(classes_store)
+        facts = ClusterFacts(nodes=nodes, runtime_classes=classes, source="live")
+        self._facts = facts  # one reference assignment: readers see the old or the new snapshot
+        if self._on_update is not None:
+            try:
+                self._on_update(facts)
+            except Exception:
+                log.exception("facts update callback failed")
+
+
+def from_kubeconfig(path: str | None, in_cluster: bool, on_update: FactsCallback | None = None) -> LiveFacts:
+    """LiveFacts for the in-cluster service account, or a kubeconfig (None: the default one)."""
+
+    from kubernetes import client
+    from kubernetes import config as kube_config
+
+    config: Any = kube_config  # untyped module
+    # Load now, so a missing kubeconfig or service account fails at startup with its own message.
+    configuration = client.Configuration()
+    if in_cluster:
+        config.load_incluster_config(client_configuration=configuration)
+    else:
+        config.load_kube_config(config_file=path, client_configuration=configuration)
+
+    def factory() -> Any:
+        return client.ApiClient(configuration)
+
+    return LiveFacts(factory, on_update)
