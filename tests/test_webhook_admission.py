@@ -251,3 +251,15 @@ def test_patch_is_base64_json_patch() -> None:
     answer = post(app, "/mutate", review_dict(DENY)).json()["response"]
     ops = json.loads(base64.b64decode(answer["patch"]))
     assert ops == [{"op": "add", "path": "/spec/containers/0/resources/limits/nvidia.com~1gpu", "value": "1"}]
+
+
+@pytest.mark.parametrize(
+    ("message", "clause"),
+    [
+        ("container 'a' has no memory limit; it can exhaust memory", "container 'a' has no memory limit"),
+        ("image x needs CUDA 12 (from tag; native 550), some nodes fail — t4", "image x needs CUDA 12 (from tag; native 550), some nodes fail"),
+        ("no separator here", "no separator here"),
+    ],
+)
+def test_first_clause_cuts_outside_parentheses(message: str, clause: str) -> None:
+    assert admission.first_clause(message) == clause

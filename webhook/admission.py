@@ -142,10 +142,28 @@ def fit_path(prefix: str, path: str) -> str:
     return prefix + "…" + path[len(path) - room + 1 :] if room > 1 else (prefix + path)[:WARNING_LIMIT]
 
 
+def first_clause(message: str) -> str:
+    """The message up to its first top-level ``; `` or `` — `` (where the explanation starts)."""
+    depth = 0
+    for i, ch in enumerate(message):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif depth == 0 and (message.startswith("; ", i) or message.startswith(" — ", i)):
+            return message[:i]
+    return message
+
+
 def short_warning(finding: Finding) -> str:
     """The most helpful text for ``finding`` that fits in WARNING_LIMIT characters."""
     where = pointer.to_dotted(finding.path)
-    for text in (f"{finding.rule}: {finding.message}", f"{finding.rule} at {where}: {finding.remediation}"):
+    candidates = (
+        f"{finding.rule}: {finding.message}",
+        f"{finding.rule}: {first_clause(finding.message)}",
+        f"{finding.rule} at {where}: {finding.remediation}",
+    )
+    for text in candidates:
         if len(text) <= WARNING_LIMIT:
             return text
     return fit_path(f"{finding.rule} at ", where)
