@@ -12,6 +12,7 @@ from policies.facts import ClusterFacts
 from policies.podresources import pod_requests
 from policies.podspec import PodTemplate
 from policies.resources import is_gpu_share_resource
+from policies.scheduling import Diagnosis, diagnosis_cached
 from policies.types import Severity, Violation
 
 
@@ -54,6 +55,13 @@ class RuleContext:
     options: Mapping[str, Any]
     is_gpu: Callable[[str], bool]
     cache: dict[str, Any] = field(default_factory=dict)
+
+    def diagnosis(self) -> Diagnosis | None:
+        """The scheduling diagnosis of a GPU pod against the facts; None without either."""
+        requests = self.gpu_requests()
+        if not requests or not self.facts.nodes:
+            return None
+        return diagnosis_cached(self.cache, self.pod, requests, self.facts, self.is_gpu)
 
     def gpu_requests(self) -> dict[str, Fraction]:
         """Effective pod requests of GPU devices (quota-like share resources excluded)."""

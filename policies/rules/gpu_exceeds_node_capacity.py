@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 from policies.quantity import format_quantity
 from policies.rule import Option, RuleContext
-from policies.scheduling import diagnosis_cached, request_sites
+from policies.scheduling import request_sites
 from policies.types import Severity, Violation
 
 ID = "gpu-exceeds-node-capacity"
@@ -38,10 +38,10 @@ OPTIONS: tuple[Option, ...] = ()
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    requests = ctx.gpu_requests()
-    if not requests or not ctx.facts.nodes:
+    diagnosis = ctx.diagnosis()
+    if diagnosis is None:
         return
-    diagnosis = diagnosis_cached(ctx.cache, ctx.pod, requests, ctx.facts, ctx.is_gpu)
+    requests = diagnosis.requests
     for name, largest in diagnosis.too_large.items():
         sites = request_sites(ctx.pod, name)
         if not sites:

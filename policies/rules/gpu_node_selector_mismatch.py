@@ -31,7 +31,6 @@ from policies.scheduling import (
     GroupVerdict,
     NodeConstraints,
     constraints_for,
-    diagnosis_cached,
     pod_node_selector,
     required_terms,
     term_matches,
@@ -190,10 +189,10 @@ def _selector_findings(
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    requests = ctx.gpu_requests()
-    if not requests or not ctx.facts.nodes:
+    diagnosis = ctx.diagnosis()
+    if diagnosis is None:
         return
-    diagnosis = diagnosis_cached(ctx.cache, ctx.pod, requests, ctx.facts, ctx.is_gpu)
+    requests = diagnosis.requests
     if not diagnosis.selector_blocked:
         return
     offering = diagnosis.offering

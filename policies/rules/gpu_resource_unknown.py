@@ -36,7 +36,7 @@ import difflib
 from collections.abc import Iterable, Iterator
 
 from policies.rule import Option, RuleContext
-from policies.scheduling import Diagnosis, GroupVerdict, UnknownResource, diagnosis_cached, request_sites
+from policies.scheduling import Diagnosis, GroupVerdict, UnknownResource, request_sites
 from policies.types import Severity, Violation
 
 ID = "gpu-resource-unknown"
@@ -122,10 +122,9 @@ def _message(container: str, unknown: UnknownResource, diagnosis: Diagnosis, ctx
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    requests = ctx.gpu_requests()
-    if not requests or not ctx.facts.nodes:
+    diagnosis = ctx.diagnosis()
+    if diagnosis is None:
         return
-    diagnosis = diagnosis_cached(ctx.cache, ctx.pod, requests, ctx.facts, ctx.is_gpu)
     for name, unknown in diagnosis.unknown.items():
         for container, path, _ in request_sites(ctx.pod, name):
             yield Violation(message=_message(container.name, unknown, diagnosis, ctx), path=path)

@@ -46,7 +46,7 @@ from typing import Any
 
 from policies.facts import Taint
 from policies.rule import Option, RuleContext
-from policies.scheduling import GroupVerdict, diagnosis_cached
+from policies.scheduling import GroupVerdict
 from policies.types import RelOp, RelPath, Severity, Violation
 
 ID = "gpu-taint-not-tolerated"
@@ -83,10 +83,10 @@ def _fix(spec: Mapping[str, Any], tolerations: list[dict[str, str]]) -> tuple[tu
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    requests = ctx.gpu_requests()
-    if not requests or not ctx.facts.nodes:
+    diagnosis = ctx.diagnosis()
+    if diagnosis is None:
         return
-    diagnosis = diagnosis_cached(ctx.cache, ctx.pod, requests, ctx.facts, ctx.is_gpu)
+    requests = diagnosis.requests
     if not diagnosis.taints_blocked:
         return
     scope = diagnosis.taint_scope

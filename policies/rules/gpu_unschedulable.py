@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from policies.rule import Option, RuleContext
-from policies.scheduling import GroupVerdict, diagnosis_cached, request_sites
+from policies.scheduling import GroupVerdict, request_sites
 from policies.types import Severity, Violation
 
 ID = "gpu-unschedulable"
@@ -45,10 +45,10 @@ def _offers_any(verdict: GroupVerdict, names: list[str]) -> bool:
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    requests = ctx.gpu_requests()
-    if not requests or not ctx.facts.nodes:
+    diagnosis = ctx.diagnosis()
+    if diagnosis is None:
         return
-    diagnosis = diagnosis_cached(ctx.cache, ctx.pod, requests, ctx.facts, ctx.is_gpu)
+    requests = diagnosis.requests
     if not diagnosis.unschedulable:
         return
     names = sorted(requests)
