@@ -435,8 +435,8 @@ def test_gpuguard_lint_passes_on_deploy(capsys: pytest.CaptureFixture[str]) -> N
     assert "0 errors" in out
 
 
-def test_readme_snippet_names_real_commands() -> None:
-    text = (DEPLOY / "README-snippet.md").read_text()
+def test_readme_install_section_names_real_commands() -> None:
+    text = (DEPLOY.parent / "README.md").read_text().split("## Install the admission webhook", 1)[1]
     for needle in ("gpuguard certs", "--inject deploy/webhooks.yaml", "kubectl create secret tls gpuguard-tls",
                    "kubectl apply -k deploy/"):
         assert needle in text
