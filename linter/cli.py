@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
 from collections.abc import Sequence
 
@@ -20,12 +21,20 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("gpuguard")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``only``, just that subcommand's module is imported (fast start-up)."""
     parser = argparse.ArgumentParser(
         prog="gpuguard",
         description="Will this pod get a working GPU? GPU policy checks for Kubernetes.",
     )
+    parser.add_argument("--version", action="version", version=f"gpuguard {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)

@@ -63,3 +63,10 @@ def test_unknown_rule_exits_2_with_close_matches(capsys: pytest.CaptureFixture[s
     assert "gpu-limit-missing" in err
     code, _, err = _run(["zzz"], capsys)
     assert code == 2 and "gpuguard rules" in err
+
+
+def test_version_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    from linter.cli import main
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("gpuguard 0.")
