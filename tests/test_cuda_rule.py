@@ -248,3 +248,29 @@ def test_explain_image_bad_cluster_exits_2(capsys: pytest.CaptureFixture[str], t
     with pytest.raises(SystemExit) as exc:
         _run_cli()
     assert exc.value.code == 2
+
+
+def test_forward_compat_only_fix_pins_products_and_branches() -> None:
+    facts = ClusterFacts.from_objects(
+        [
+            _node("t4", "470.256.02", "Tesla-T4"),
+            _node("rtx", "470.256.02", "NVIDIA-GeForce-RTX-3090"),
+            _node("t4-old", "470.256.02", "Tesla-T4", old_labels=True),
+        ]
+    )
+    pod = _pod("nvidia/cuda:12.4.1-base-ubuntu22.04")
+    (finding,) = _findings(pod, facts)
+    assert finding.severity is Severity.WARNING
+    assert "incompatible: rtx" in finding.message
+    patched = _apply_fix(pod, facts)
+    terms = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert {(t["matchExpressions"][0]["values"][0], t["matchExpressions"][1]["key"]) for t in terms} == {
+        ("Tesla-T4", "nvidia.com/cuda.driver-version.major"),
+        ("Tesla-T4", "nvidia.com/cuda.driver.major"),
+    }
+    (after,) = _findings(patched, facts)
+    assert "rtx" not in after.message and "t4-old" in after.message
+    assert evaluate(patched, None, facts).patch([RULE]) == []
+

@@ -30,7 +30,9 @@ Passing::
 Fix: a required node affinity on ``nvidia.com/cuda.driver-version.{major,minor,revision}``
 (plus the deprecated ``nvidia.com/cuda.driver.*`` names when some nodes carry only those) that
 admits drivers running the image natively — or, when no candidate does, under minor-version
-compatibility.  It is offered only when it removes a candidate and leaves at least one.
+compatibility.  When only data-center nodes running it through forward compatibility remain, the
+fix pins the pod to those GPU products (``nvidia.com/gpu.product``) on those driver branches.  It
+is offered only when it removes a candidate and every node it keeps runs every GPU container.
 
 Options: ``imageRules`` — ``[{pattern: "<regex>", cudaVersion: "12.4"}]`` for private images.
 """
@@ -45,7 +47,7 @@ from policies.cuda.affinity import affinity_fix, driver_terms
 from policies.cuda.compat import Mode, Requirement, classify, native_cuda_text, requirement
 from policies.cuda.resolve import parse_image_rules, resolve
 from policies.cuda.versions import Version, format_driver, major_minor, parse_version
-from policies.facts import LABEL_DRIVER_FULL, LABEL_DRIVER_NEW, LABEL_DRIVER_OLD, ClusterFacts
+from policies.facts import LABEL_DRIVER_FULL, LABEL_DRIVER_NEW, LABEL_DRIVER_OLD, LABEL_PRODUCT, ClusterFacts
 from policies.podspec import ContainerRef
 from policies.rule import Option, RuleContext
 from policies.scheduling import GroupVerdict, analysis_cached, term_matches
@@ -187,12 +189,47 @@ def _remediation(a: Assessment, fixed: bool) -> str:
     return head + "."
 
 
+def _forward_terms(
+    ctx: RuleContext, assessments: list[Assessment], candidates: list[GroupVerdict]
+) -> list[list[dict[str, Any]]]:
+    """Terms pinning the pod to the GPU products and driver branches where every image runs.
+
+    Used when no candidate runs an image natively or under minor-version compatibility but some
+    data-center nodes run it through forward compatibility, which depends on the GPU product as
+    well as the driver, so a driver floor alone cannot express it.
+    """
+    runnable = [
+        v for v in candidates if all(dict((id(r), m) for r, m in a.rows)[id(v)].runs for a in assessments)
+    ]
+    # Each pinned group is matched by the driver label name it actually carries.
+    triples = sorted(
+        {
+            (product, driver[0], LABEL_DRIVER_NEW[0] if LABEL_DRIVER_NEW[0] in labels else LABEL_DRIVER_OLD[0])
+            for v in runnable
+            if (product := v.nodes[0].gpu_product)
+            and (driver := v.nodes[0].driver_version)
+            and (labels := v.nodes[0].labels)
+        }
+    )
+    return [
+        [
+            {"key": LABEL_PRODUCT, "operator": "In", "values": [product]},
+            {"key": key, "operator": "In", "values": [str(major)]},
+        ]
+        for product, major, key in triples
+    ]
+
+
 def _pod_fix(ctx: RuleContext, assessments: list[Assessment], candidates: list[GroupVerdict]) -> tuple[RelOp, ...]:
     minimums = [m for a in assessments if (m := a.fix_minimum()) is not None]
-    if not minimums:
+    if minimums:
+        terms = driver_terms(max(minimums), _old_labels_only(ctx.facts, ctx.cache))
+    elif all(a.with_mode(Mode.FORWARD) and a.with_mode(Mode.INCOMPATIBLE) for a in assessments):
+        terms = _forward_terms(ctx, assessments, candidates)
+    else:
         return ()
-    minimum = max(minimums)
-    terms = driver_terms(minimum, _old_labels_only(ctx.facts, ctx.cache))
+    if not terms:
+        return ()
     as_terms = [{"matchExpressions": t} for t in terms]
     kept = [v for v in candidates if any(term_matches(t, v.nodes[0]) for t in as_terms)]
     if not kept or len(kept) == len(candidates):
