@@ -172,6 +172,9 @@ class _Reflector:
             # stop() sets the flag, then interrupts whatever response is registered: one of the
             # two sides always sees the other, whenever stop() runs.
             if self.owner.stopping:
+                # Close, not release: the server is still streaming on this connection, and a
+                # released connection would be reused by the other thread's next request.
+                resp.close()
                 resp.release_conn()
                 raise _Stopped
             return resp
@@ -333,6 +336,11 @@ class LiveFacts:
         for r in self._reflectors:
             if r.thread.is_alive():
                 r.thread.join(max(0.0, deadline - time.monotonic()))
+        if self.alive:
+            # Closing the client's pools under a thread still inside a request can leave that
+            # request waiting forever; the threads are daemons, so leave the client to them.
+            log.warning("watch threads did not stop within %.1fs", timeout)
+            return
         close = getattr(self.api_client, "close", None)
         if callable(close):
             try:
