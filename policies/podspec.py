@@ -184,6 +184,19 @@ class ContainerRef:
     container: dict[str, Any]
     kind: str  # container | initContainer | ephemeralContainer | component
     resources_key: str = "resources"
+    # Rules read these many times per evaluation; they are resolved once, at construction.
+    resources: dict[str, Any] = field(init=False, repr=False, compare=False)
+    _maps: dict[str, dict[str, Any]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        res = self.container.get(self.resources_key)
+        resources = res if isinstance(res, dict) else {}
+        object.__setattr__(self, "resources", resources)
+        maps = {}
+        for which in ("limits", "requests"):
+            value = resources.get(which)
+            maps[which] = value if isinstance(value, dict) else {}
+        object.__setattr__(self, "_maps", maps)
 
     @property
     def name(self) -> str:
@@ -191,15 +204,13 @@ class ContainerRef:
         return name if isinstance(name, str) else (str(self.path[-1]) if self.path else "main")
 
     @property
-    def resources(self) -> dict[str, Any]:
-        res = self.container.get(self.resources_key)
-        return res if isinstance(res, dict) else {}
-
-    @property
     def resources_path(self) -> RelPath:
         return (*self.path, self.resources_key)
 
     def resource_map(self, which: str) -> dict[str, Any]:
+        found = self._maps.get(which)
+        if found is not None:
+            return found
         value = self.resources.get(which)
         return value if isinstance(value, dict) else {}
 

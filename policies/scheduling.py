@@ -337,7 +337,7 @@ def analysis_cached(
 ) -> list[GroupVerdict]:
     key = "scheduling:" + pod.spec_pointer
     if key not in cache:
-        cache[key] = _analysis_memo(pod, requests, facts)
+        cache[key] = _analysis_memo(pod, requests, facts, cache)
     result: list[GroupVerdict] = cache[key]
     return result
 
@@ -345,8 +345,16 @@ def analysis_cached(
 _MEMO_LIMIT = 4096
 
 
-def _constraints_key(pod: PodTemplate, requests: Mapping[str, Fraction]) -> tuple[Any, ...]:
-    """Everything ``analyse`` reads from a pod, as a hashable key."""
+def _constraints_key(pod: PodTemplate, requests: Mapping[str, Fraction], cache: dict[str, Any]) -> tuple[Any, ...]:
+    """Everything ``analyse`` reads from a pod, as a hashable key (computed once per evaluation)."""
+    slot = "constraints:" + pod.spec_pointer
+    found: tuple[Any, ...] | None = cache.get(slot)
+    if found is None:
+        found = cache[slot] = _constraints_key_of(pod, requests)
+    return found
+
+
+def _constraints_key_of(pod: PodTemplate, requests: Mapping[str, Fraction]) -> tuple[Any, ...]:
     spec = pod.spec
     affinity = spec.get("affinity")
     node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
@@ -359,13 +367,15 @@ def _constraints_key(pod: PodTemplate, requests: Mapping[str, Fraction]) -> tupl
     )
 
 
-def _analysis_memo(pod: PodTemplate, requests: Mapping[str, Fraction], facts: ClusterFacts) -> list[GroupVerdict]:
+def _analysis_memo(
+    pod: PodTemplate, requests: Mapping[str, Fraction], facts: ClusterFacts, cache: dict[str, Any]
+) -> list[GroupVerdict]:
     """``analyse`` memoised per facts snapshot on the fields it reads.
 
     Pods of one workload (and of one team) share their scheduling constraints, so the webhook
     analyses each distinct set once per snapshot; verdicts are treated as read-only by rules.
     """
-    key = ("analyse", *_constraints_key(pod, requests))
+    key = ("analyse", *_constraints_key(pod, requests, cache))
     memo = facts.memo
     verdicts: list[GroupVerdict] | None = memo.get(key)
     if verdicts is None:
@@ -485,7 +495,7 @@ def diagnosis_cached(
     if key not in cache:
         # Memoised per snapshot like the analysis; ``is_gpu`` is part of the key by identity
         # (one config's predicate object lives as long as the config).
-        memo_key = ("diagnose", id(is_gpu), *_constraints_key(pod, requests))
+        memo_key = ("diagnose", id(is_gpu), *_constraints_key(pod, requests, cache))
         memo = facts.memo
         found = memo.get(memo_key)
         if found is None or found[0] is not is_gpu:
