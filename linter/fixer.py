@@ -8,6 +8,7 @@ before anything is written.
 from __future__ import annotations
 
 import io
+import json
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -144,11 +145,40 @@ def _round_trip(segment_text: str, inline_start: bool) -> Any:
     return yaml
 
 
+def _json_indent(text: str) -> int | None:
+    """The indentation of a JSON document's first nested line; None for a one-line document."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    if len(lines) < 2:
+        return None
+    return len(lines[1]) - len(lines[1].lstrip(" ")) or None
+
+
+def _fix_json(segment_text: str, ops: list[PatchOp]) -> str | None:
+    """A strict-JSON document fixed and written back as JSON in its own layout; None if not JSON."""
+    import jsonpatch
+
+    try:
+        before = json.loads(segment_text)
+    except ValueError:
+        return None
+    after = jsonpatch.apply_patch(before, [op.to_dict() for op in ops])
+    indent = _json_indent(segment_text)
+    compact = indent is None and ", " not in segment_text and ": " not in segment_text
+    separators = (",", ":") if compact else ((",", ": ") if indent else (", ", ": "))
+    text = json.dumps(after, indent=indent, separators=separators, ensure_ascii=False)
+    return text + ("\n" if segment_text.endswith("\n") else "")
+
+
 def fix_document(segment_text: str, ops: Iterable[PatchOp], inline_start: bool = False) -> str:
     """The segment's text with ``ops`` applied; raises FixError when the result is not exact."""
     import jsonpatch
 
     ops = list(ops)
+    if segment_text.lstrip().startswith("{") and not inline_start:
+        # JSON manifests stay JSON (ruamel would write YAML flow style into a .json file).
+        fixed = _fix_json(segment_text, ops)
+        if fixed is not None:
+            return fixed
     yaml = _round_trip(segment_text, inline_start)
     tree = yaml.load(segment_text)
     before = to_plain(tree)

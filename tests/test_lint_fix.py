@@ -125,3 +125,29 @@ def test_list_ops_follow_rfc6902() -> None:
     ]
     out = fix_document(text, ops)
     assert yaml.safe_load(out) == jsonpatch.apply_patch(yaml.safe_load(text), [o.to_dict() for o in ops])
+
+
+@pytest.mark.parametrize("layout", ["pretty", "one-line", "compact"])
+def test_fix_keeps_json_manifests_json(
+    layout: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = json.loads((LINT / "deployment.json").read_text())
+    text = {
+        "pretty": json.dumps(original, indent=4) + "\n",
+        "one-line": json.dumps(original),
+        "compact": json.dumps(original, separators=(",", ":")),
+    }[layout]
+    target = tmp_path / "deployment.json"
+    target.write_text(text)
+    config = only_rules(tmp_path, "gpu-limit-missing")
+    run_lint([str(target), "--config", config, "--fix"], capsys, monkeypatch)
+    fixed = target.read_text()
+    assert json.loads(fixed) == jsonpatch.apply_patch(original, _ops(original))
+    assert fixed.endswith("\n") == text.endswith("\n")
+    if layout == "pretty":
+        assert '\n    "kind": "Deployment",\n' in fixed
+    else:
+        assert "\n" not in fixed.strip()
+        assert (", " in fixed) == (layout == "one-line")
+    code, _, _ = run_lint([str(target), "--config", config, "--fix"], capsys, monkeypatch)
+    assert code == 0 and target.read_text() == fixed
