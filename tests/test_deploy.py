@@ -441,3 +441,15 @@ def test_readme_install_section_names_real_commands() -> None:
                    "kubectl apply -k deploy/"):
         assert needle in text
     assert Path(DEPLOY / "webhooks.yaml").is_file()
+
+
+def test_dockerfile_matches_the_deployment() -> None:
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    pod = one("Deployment")["spec"]["template"]["spec"]
+    user = f'{pod["securityContext"]["runAsUser"]}:{pod["securityContext"]["runAsGroup"]}'
+    assert f"USER {user}" in dockerfile
+    (container,) = pod["containers"]
+    assert container["command"] == ["gpuguard"] and 'ENTRYPOINT ["gpuguard"]' in dockerfile
+    assert container["image"].startswith("ghcr.io/gpuguard/gpuguard:") and container["image"].split(":")[-1] in dockerfile
+    for package in ("policies", "linter", "webhook", "certs"):
+        assert f"COPY {package} ./{package}" in dockerfile
