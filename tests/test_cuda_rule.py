@@ -274,3 +274,9 @@ def test_forward_compat_only_fix_pins_products_and_branches() -> None:
     assert "rtx" not in after.message and "t4-old" in after.message
     assert evaluate(patched, None, facts).patch([RULE]) == []
 
+
+
+def test_container_with_zero_gpus_is_not_judged(example_facts: ClusterFacts) -> None:
+    pod = _pod("nvidia/cuda:12.2.0-devel-ubi8", TOLERATE_ALL)
+    pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 0
+    assert _findings(pod, example_facts) == []

@@ -48,6 +48,7 @@ from policies.cuda.compat import Mode, Requirement, classify, native_cuda_text, 
 from policies.cuda.resolve import parse_image_rules, resolve
 from policies.cuda.versions import Version, format_driver, major_minor, parse_version
 from policies.facts import LABEL_DRIVER_FULL, LABEL_DRIVER_NEW, LABEL_DRIVER_OLD, LABEL_PRODUCT, ClusterFacts
+from policies.podresources import container_requests
 from policies.podspec import ContainerRef
 from policies.rule import Option, RuleContext
 from policies.scheduling import GroupVerdict, analysis_cached, term_matches
@@ -95,13 +96,10 @@ class Assessment:
 
 
 def _requests_gpu(container: ContainerRef, ctx: RuleContext) -> bool:
+    """Whether the container is allocated a GPU device (``nvidia.com/gpu: 0`` gets none)."""
     if container.kind == "ephemeralContainer":
         return False
-    return any(
-        isinstance(name, str) and ctx.is_gpu(name)
-        for which in ("limits", "requests")
-        for name in container.resource_map(which)
-    )
+    return bool(container_requests(container, ctx.is_gpu))
 
 
 def _grade(modes: list[Mode]) -> Severity | None:
