@@ -263,3 +263,32 @@ def test_patch_is_base64_json_patch() -> None:
 )
 def test_first_clause_cuts_outside_parentheses(message: str, clause: str) -> None:
     assert admission.first_clause(message) == clause
+
+
+def test_large_review_is_evaluated_off_the_loop_and_answered() -> None:
+    from webhook.app import INLINE_BODY_BYTES
+
+    review = review_dict(DENY)
+    containers = review["request"]["object"]["spec"]["containers"]
+    template = containers[0]
+    containers[:] = [{**copy.deepcopy(template), "name": f"shard-{i}"} for i in range(1500)]
+    body = orjson.dumps(review)
+    assert len(body) > INLINE_BODY_BYTES
+    response = post(create_app(load_config(None), StaticFacts()), "/validate", body)
+    assert response.status_code == 200
+    answer = response.json()["response"]
+    assert answer["uid"] == review["request"]["uid"] and answer["allowed"] is False
+    assert "1500 GPU policy violations" in answer["status"]["message"]
+    assert answer["status"]["message"].endswith("... and 1480 more (run `gpuguard lint` on the manifest)")
+
+
+def test_warnings_are_capped() -> None:
+    review = review_dict(DENY)
+    containers = review["request"]["object"]["spec"]["containers"]
+    template = containers[0]
+    containers[:] = [{**copy.deepcopy(template), "name": f"c{i}"} for i in range(50)]
+    config = load_config({"rules": {"gpu-limit-missing": {"severity": "warning"}}})
+    answer = post(create_app(config, StaticFacts()), "/validate", review).json()["response"]
+    assert answer["allowed"] is True
+    assert len(answer["warnings"]) == admission.DENIAL_MAX_FINDINGS
+    assert answer["warnings"][-1].startswith("gpuguard: ") and "more warnings" in answer["warnings"][-1]

@@ -49,6 +49,7 @@ OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 # Subresources whose object is a Pod spec the user wrote; others (status, binding, eviction…)
 # are answered "allowed" at once so that kubelet status updates are never held up.
 CHECKED_SUBRESOURCES = frozenset({"", "ephemeralcontainers"})
+DENIAL_MAX_FINDINGS = 20  # kubectl prints the whole message; past this it is noise
 WARNING_LIMIT = 120  # admission/v1 types.go: "Limit warnings to 120 characters if possible."
 
 Evaluator = Callable[[dict[str, Any], Config, ClusterFacts], Evaluation]
@@ -169,13 +170,24 @@ def short_warning(finding: Finding) -> str:
     return fit_path(f"{finding.rule} at ", where)
 
 
+def capped(warnings: list[str]) -> list[str]:
+    """At most DENIAL_MAX_FINDINGS warnings; the rest are summarised in one line."""
+    if len(warnings) <= DENIAL_MAX_FINDINGS:
+        return warnings
+    rest = len(warnings) - DENIAL_MAX_FINDINGS + 1
+    summary = f"gpuguard: {rest} more warnings (run `gpuguard lint` on the manifest)"
+    return [*warnings[: DENIAL_MAX_FINDINGS - 1], summary]
+
+
 def denial_message(kind: str, namespace: str, name: str, findings: Sequence[Finding]) -> str:
     """One line per blocking finding: rule, dotted field path, what is wrong, and the fix."""
     target = f"{kind} {namespace + '/' if namespace else ''}{name or '(unnamed)'}"
     count = f"{len(findings)} GPU policy violation{'' if len(findings) == 1 else 's'}"
     lines = [f"gpuguard: {target}: {count}"]
-    for f in findings:
+    for f in findings[:DENIAL_MAX_FINDINGS]:
         lines.append(f"[{f.rule}] {pointer.to_dotted(f.path)}: {f.message} (fix: {f.remediation})")
+    if len(findings) > DENIAL_MAX_FINDINGS:
+        lines.append(f"... and {len(findings) - DENIAL_MAX_FINDINGS} more (run `gpuguard lint` on the manifest)")
     return "\n".join(lines)
 
 
@@ -191,7 +203,7 @@ def validate(req: AdmissionRequest, config: Config, facts: ClusterFacts, evaluat
     ev = evaluate(req.obj, config, facts)
     if not ev.findings:
         return Verdict(allowed=True)
-    warnings = list(dict.fromkeys(short_warning(f) for f in ev.findings if f.severity is Severity.WARNING))
+    warnings = capped(list(dict.fromkeys(short_warning(f) for f in ev.findings if f.severity is Severity.WARNING)))
     blocking = ev.blocking()
     if not blocking:
         return Verdict(allowed=True, warnings=warnings, findings=ev.findings)
@@ -210,7 +222,9 @@ def mutate(req: AdmissionRequest, config: Config, facts: ClusterFacts, evaluate:
     if not ops:
         return Verdict(allowed=True, findings=ev.findings)
     applied = [f for f in ev.findings if f.rule in config.mutate and f.fix]
-    warnings = list(dict.fromkeys(fit_path(f"gpuguard fixed {f.rule} at ", pointer.to_dotted(f.path)) for f in applied))
+    warnings = capped(
+        list(dict.fromkeys(fit_path(f"gpuguard fixed {f.rule} at ", pointer.to_dotted(f.path)) for f in applied))
+    )
     return Verdict(allowed=True, warnings=warnings, patch=[op.to_dict() for op in ops], findings=ev.findings)
 
 

@@ -4,8 +4,10 @@
 the body themselves (so an oversized body is refused before it is buffered), parse it with
 orjson and never build a Request/Response object or a pydantic model per review.  The engine
 runs inline on the event loop: it is CPU-bound and takes well under a millisecond for a typical
-pod, so a thread hop would only add latency.  Nothing on the request path does network I/O;
-cluster facts are read from ``facts_provider.current()``, which a background source keeps fresh.
+pod, so a thread hop would only add latency; only very large reviews (over 128 KiB, e.g. pods
+with thousands of containers) are evaluated on a worker thread so they cannot stall the loop.
+Nothing on the request path does network I/O; cluster facts are read from
+``facts_provider.current()``, which a background source keeps fresh.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Protocol
 
+import anyio.to_thread
 import orjson
 from fastapi import FastAPI
 from fastapi.responses import Response
@@ -39,6 +42,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
+
+# Reviews larger than this are evaluated off the event loop (a typical GPU pod review is 2-10 KB).
+INLINE_BODY_BYTES = 128 * 1024
 
 
 class FactsProvider(Protocol):
@@ -147,7 +153,13 @@ class AdmissionEndpoint:
             await send_json(send, 400, orjson.dumps({"error": "bad AdmissionReview", "reason": str(exc)}))
             return
         try:
-            verdict = self.decide(req, self.config, self.facts.current(), self.evaluator)
+            facts = self.facts.current()
+            if len(body) > INLINE_BODY_BYTES:
+                # A very large object (thousands of containers) takes tens of milliseconds or
+                # more; evaluating it on a worker thread keeps the event loop answering others.
+                verdict = await anyio.to_thread.run_sync(self.decide, req, self.config, facts, self.evaluator)
+            else:
+                verdict = self.decide(req, self.config, facts, self.evaluator)
         except Exception:
             log.exception(
                 "%s: engine failed on %s %s/%s uid=%s", self.endpoint, req.kind, req.namespace, req.name, req.uid
