@@ -33,6 +33,7 @@ _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)"
 _QUANTITY = re.compile(
     rf"^(?P<num>{_NUMBER})(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exp>[+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
 )
+_CACHEABLE = frozenset({str, int, float})
 _MAX_EXPONENT = 1000  # hostile inputs like 1e999999999 must not allocate huge integers
 
 
@@ -42,7 +43,7 @@ class QuantityError(ValueError):
 
 def parse_quantity(value: object) -> Fraction:
     """Parse a quantity given as a YAML/JSON scalar (str, int or float)."""
-    if isinstance(value, str | int | float):
+    if type(value) in _CACHEABLE:  # exact types: bool (an int subclass) is not a quantity
         return _parse_cached(value)
     return _parse(value)
 
