@@ -13,6 +13,7 @@ from policies.facts import ClusterFacts
 from policies.patching import apply_patch, combine
 from policies.podspec import PodTemplate, extract
 from policies.registry import RULES
+from policies.shapes import as_list
 from policies.rule import RuleContext
 from policies.types import Finding, PatchOp, RelOp, Severity, Violation
 
@@ -95,7 +96,7 @@ def is_gpu_related(pod: PodTemplate, config: Config) -> bool:
                 return True
         if res.get("claims"):
             return True
-        for env in c.container.get("env") or ():
+        for env in as_list(c.container.get("env")):
             if isinstance(env, dict) and str(env.get("name", "")).startswith("NVIDIA_"):
                 return True
     spec = pod.spec
@@ -107,7 +108,7 @@ def is_gpu_related(pod: PodTemplate, config: Config) -> bool:
             m = pod_res.get(which)
             if isinstance(m, dict) and any(isinstance(k, str) and is_gpu(k) for k in m):
                 return True
-    for vol in spec.get("volumes") or ():
+    for vol in as_list(spec.get("volumes")):
         if isinstance(vol, dict) and isinstance(vol.get("hostPath"), dict):
             path = posixpath.normpath("/" + str(vol["hostPath"].get("path", "")).lstrip("/"))
             if path.startswith(("/dev/nvidia", "/dev/dri")):
