@@ -13,8 +13,8 @@ from policies.facts import ClusterFacts
 from policies.patching import apply_patch, combine
 from policies.podspec import PodTemplate, extract
 from policies.registry import RULES
-from policies.shapes import as_list
 from policies.rule import RuleContext
+from policies.shapes import as_list
 from policies.types import Finding, PatchOp, RelOp, Severity, Violation
 
 IGNORE_ANNOTATION = "gpuguard.io/ignore"
