@@ -114,7 +114,7 @@ def _post(app: Any, path: str, body: bytes) -> httpx.Response:
 @given(obj=workloads(), path=st.sampled_from(["/validate", "/mutate"]))
 def test_webhook_answers_every_object_with_200_or_400(example_facts: ClusterFacts, obj: dict[str, Any], path: str) -> None:
     app = create_app(load_config({"mutate": ["gpu-limit-missing"]}), StaticFacts(example_facts))
-    review = {
+    review: dict[str, Any] = {
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
         "request": {
