@@ -12,6 +12,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, load_yaml_docs
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -20,7 +21,6 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from certs.inject import inject_ca_bundle
 from certs.tls import Bundle, CertError, generate_bundle
 from linter.cli import main as gpuguard
-from tests.conftest import ROOT, load_yaml_docs
 
 SERVICE, NAMESPACE = "gpuguard", "gpuguard"
 DNS_NAMES = [

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import ROOT, load_yaml_docs
 
 from linter.cli import main as gpuguard
 from policies.config import load_config
 from policies.podspec import WORKLOADS, Workload, extract
-from tests.conftest import ROOT, load_yaml_docs
 
 DEPLOY = ROOT / "deploy"
 KUBERNETES_VERSION = "1.33.0"

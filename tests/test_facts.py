@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import EXAMPLES, FIXTURES, load_yaml_docs
 
 from policies.facts import ClusterFacts, Taint, parse_cuda_version, parse_driver_version
-from tests.conftest import EXAMPLES, FIXTURES, load_yaml_docs
 
 EXAMPLE = EXAMPLES / "cluster.yaml"
 MULTI_DOC = FIXTURES / "rules" / "gpu-resource-unknown" / "cluster.yaml"

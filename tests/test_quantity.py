@@ -46,7 +46,7 @@ def test_parse(text: object, expected: Fraction) -> None:
     assert parse_quantity(text) == expected
 
 
-BAD = ["", "abc", "1.2.3", "1KB", "1ki", "e3", "1 Gi", None, True, [], "1e99999", "--1", "0x10"]
+BAD: list[object] = ["", "abc", "1.2.3", "1KB", "1ki", "e3", "1 Gi", None, True, [], "1e99999", "--1", "0x10"]
 
 
 @pytest.mark.parametrize("bad", BAD)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import EXAMPLES, FIXTURES
 
 from policies import ClusterFacts, evaluate, load_config
 from policies.facts import NodeFacts, Taint
@@ -23,7 +24,6 @@ from policies.scheduling import (
     toleration_tolerates,
     untolerated,
 )
-from tests.conftest import EXAMPLES, FIXTURES
 
 FACTS_RULES = (
     "gpu-resource-unknown",

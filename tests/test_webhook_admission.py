@@ -14,12 +14,12 @@ import jsonpatch
 import orjson
 import pytest
 import yaml
+from conftest import CORPUS, FIXTURES
 
 from policies.config import load_config
 from policies.engine import evaluate
 from policies.facts import ClusterFacts
 from policies.rules import gpu_limit_missing
-from tests.conftest import CORPUS, FIXTURES
 from webhook import admission
 from webhook.app import StaticFacts, create_app
 from webhook.metrics import Metrics

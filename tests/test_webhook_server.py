@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 import jsonpatch
 import pytest
+from conftest import CORPUS, EXAMPLES, FIXTURES, ROOT
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -32,7 +33,6 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from certs.tls import Bundle, generate_bundle
 from policies import pointer
-from tests.conftest import CORPUS, EXAMPLES, FIXTURES, ROOT
 
 ADMISSION = FIXTURES / "admission"
 SERVE = [sys.executable, "-m", "linter.cli", "serve"]
