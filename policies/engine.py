@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +14,7 @@ from policies.patching import apply_patch, combine
 from policies.podspec import PodTemplate, extract
 from policies.registry import RULES
 from policies.rule import RuleContext
-from policies.shapes import as_list
+from policies.shapes import as_dict, as_list
 from policies.types import Finding, PatchOp, RelOp, Severity, Violation
 
 IGNORE_ANNOTATION = "gpuguard.io/ignore"
@@ -85,16 +85,20 @@ def _abs_op(pod: PodTemplate, op: RelOp) -> PatchOp:
     return PatchOp(op.op, _rebase(pod, op.anchor, op.path), op.value)
 
 
+def _names_gpu(resources: dict[str, Any], is_gpu: Callable[[str], bool]) -> bool:
+    """Whether ``resources.limits`` or ``resources.requests`` names a GPU resource."""
+    return any(
+        isinstance(name, str) and is_gpu(name)
+        for which in ("limits", "requests")
+        for name in as_dict(resources.get(which))
+    )
+
+
 def is_gpu_related(pod: PodTemplate, config: Config) -> bool:
     """Cheap pre-filter: GPU resources, DRA claims, or NVIDIA device env/hostPaths."""
     is_gpu = config.is_gpu
     for c in pod.containers:
-        res = c.resources
-        for which in ("limits", "requests"):
-            m = res.get(which)
-            if isinstance(m, dict) and any(isinstance(k, str) and is_gpu(k) for k in m):
-                return True
-        if res.get("claims"):
+        if _names_gpu(c.resources, is_gpu) or c.resources.get("claims"):
             return True
         for env in as_list(c.container.get("env")):
             if isinstance(env, dict) and str(env.get("name", "")).startswith("NVIDIA_"):
@@ -102,12 +106,8 @@ def is_gpu_related(pod: PodTemplate, config: Config) -> bool:
     spec = pod.spec
     if spec.get("resourceClaims"):
         return True
-    pod_res = spec.get("resources")
-    if isinstance(pod_res, dict):
-        for which in ("limits", "requests"):
-            m = pod_res.get(which)
-            if isinstance(m, dict) and any(isinstance(k, str) and is_gpu(k) for k in m):
-                return True
+    if _names_gpu(as_dict(spec.get("resources")), is_gpu):
+        return True
     for vol in as_list(spec.get("volumes")):
         if isinstance(vol, dict) and isinstance(vol.get("hostPath"), dict):
             path = posixpath.normpath("/" + str(vol["hostPath"].get("path", "")).lstrip("/"))
@@ -151,7 +151,6 @@ def evaluate(obj: dict[str, Any], config: Config | None = None, facts: ClusterFa
 
 
 _MEMO_MAX_SPEC = 64 * 1024  # larger specs are evaluated afresh rather than kept as memo keys
-_MEMO_LIMIT = 4096
 RuleResults = tuple[tuple[tuple[str, Violation], ...], frozenset[str]]
 
 
@@ -186,14 +185,7 @@ def _check_memoised(
         repr(meta.get("annotations")),
         frozenset(ignored),
     )
-    memo = facts.memo
-    found = memo.get(key)
-    if found is None or found[0] is not config:
-        if len(memo) > _MEMO_LIMIT:
-            memo.clear()
-        found = memo[key] = (config, _check(obj, pod, config, facts, has_facts, ignored, cache))
-    result: RuleResults = found[1]
-    return result
+    return facts.memoised(key, lambda: _check(obj, pod, config, facts, has_facts, ignored, cache), owner=config)
 
 
 def _check(

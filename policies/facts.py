@@ -13,10 +13,10 @@ current ``nvidia.com/cuda.driver-version.{major,minor,revision,full}`` /
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 from policies.quantity import try_parse
 
@@ -44,6 +44,8 @@ VOLATILE_LABELS = frozenset(
 )
 
 Version = tuple[int, ...]
+T = TypeVar("T")
+MEMO_LIMIT = 4096  # distinct templates / constraint sets remembered per snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,19 +186,29 @@ class ClusterFacts:
         return cls(source="none")
 
     def resource_names(self) -> frozenset[str]:
-        cached: frozenset[str] | None = self.memo.get("resource_names")
-        if cached is None:
+        def compute() -> frozenset[str]:
             names: set[str] = set()
             for group in self.groups:
                 names.update(n for n, q in group.representative.allocatable.items() if q > 0)
-            cached = self.memo["resource_names"] = frozenset(names)
-        return cached
+            return frozenset(names)
 
-    @property
-    def memo(self) -> dict[Any, Any]:
-        """Per-snapshot memo for derived data (never part of equality or the snapshot's meaning)."""
-        memo: dict[Any, Any] = self._memo  # type: ignore[attr-defined]
-        return memo
+        return self.memoised("resource_names", compute)
+
+    def memoised(self, key: Hashable, compute: Callable[[], T], owner: object = None) -> T:
+        """``compute()`` once per snapshot for ``key`` (derived data, never part of equality).
+
+        ``owner``: the object the value was computed for when the key holds only its ``id()``
+        (a config); a different object that reuses the id gets a fresh value.  The memo is
+        bounded: past MEMO_LIMIT entries it starts over.
+        """
+        memo: dict[Hashable, tuple[object, Any]] = self._memo  # type: ignore[attr-defined]
+        found = memo.get(key)
+        if found is None or found[0] is not owner:
+            if len(memo) > MEMO_LIMIT:
+                memo.clear()
+            found = memo[key] = (owner, compute())
+        value: T = found[1]
+        return value
 
     @classmethod
     def from_objects(cls, objects: Iterable[Mapping[str, Any]], source: str = "snapshot") -> ClusterFacts:
@@ -214,10 +226,6 @@ class ClusterFacts:
                 if rc is not None:
                     classes[rc.name] = rc
         return cls(nodes=tuple(nodes), runtime_classes=classes, source=source)
-
-
-class FactsError(ValueError):
-    pass
 
 
 def _flatten(objects: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:

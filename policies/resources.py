@@ -33,14 +33,6 @@ def is_extended(name: str) -> bool:
     return is_qualified_name("requests." + name)
 
 
-def is_hugepages(name: str) -> bool:
-    return name.startswith("hugepages-")
-
-
-def is_overcommit_allowed(name: str) -> bool:
-    return is_native(name) and not is_hugepages(name)
-
-
 # Resources that meter a share of a GPU rather than count devices: HAMi's memory/core quotas
 # (Project-HAMi/HAMi docs: nvidia.com/gpumem, gpumem-percentage, gpucores) and the Intel GPU
 # plugin's shared-dev resources (intel-device-plugins-for-kubernetes cmd/gpu_plugin).

@@ -342,9 +342,6 @@ def analysis_cached(
     return result
 
 
-_MEMO_LIMIT = 4096
-
-
 def _constraints_key(pod: PodTemplate, requests: Mapping[str, Fraction], cache: dict[str, Any]) -> tuple[Any, ...]:
     """Everything ``analyse`` reads from a pod, as a hashable key (computed once per evaluation)."""
     slot = "constraints:" + pod.spec_pointer
@@ -376,13 +373,7 @@ def _analysis_memo(
     analyses each distinct set once per snapshot; verdicts are treated as read-only by rules.
     """
     key = ("analyse", *_constraints_key(pod, requests, cache))
-    memo = facts.memo
-    verdicts: list[GroupVerdict] | None = memo.get(key)
-    if verdicts is None:
-        if len(memo) > _MEMO_LIMIT:
-            memo.clear()
-        verdicts = memo[key] = analyse(pod, requests, facts)
-    return verdicts
+    return facts.memoised(key, lambda: analyse(pod, requests, facts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -496,16 +487,11 @@ def diagnosis_cached(
         # Memoised per snapshot like the analysis; ``is_gpu`` is part of the key by identity
         # (one config's predicate object lives as long as the config).
         memo_key = ("diagnose", id(is_gpu), *_constraints_key(pod, requests, cache))
-        memo = facts.memo
-        found = memo.get(memo_key)
-        if found is None or found[0] is not is_gpu:
-            if len(memo) > _MEMO_LIMIT:
-                memo.clear()
-            found = memo[memo_key] = (
-                is_gpu,
-                diagnose(pod, requests, facts, is_gpu, analysis_cached(cache, pod, requests, facts)),
-            )
-        cache[key] = found[1]
+        cache[key] = facts.memoised(
+            memo_key,
+            lambda: diagnose(pod, requests, facts, is_gpu, analysis_cached(cache, pod, requests, facts)),
+            owner=is_gpu,
+        )
     result: Diagnosis = cache[key]
     return result
 
@@ -526,5 +512,3 @@ def request_sites(pod: PodTemplate, name: str) -> list[tuple[ContainerRef, RelPa
                 break
     return sites
 
-
-NodeFilter = Callable[[NodeFacts], bool]
