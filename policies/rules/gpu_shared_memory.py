@@ -44,6 +44,7 @@ from typing import Any
 from policies.podspec import ContainerRef
 from policies.rule import Option, RuleContext
 from policies.rules.gpu_topology_alignment import gpu_devices
+from policies.shapes import as_list
 from policies.types import RelOp, Severity, Violation
 
 ID = "gpu-shared-memory"
@@ -65,25 +66,15 @@ def _gpu_count(ctx: RuleContext, c: ContainerRef) -> int:
     return int(sum(gpu_devices(c, ctx.is_gpu).values()))
 
 
-def _mounts(c: ContainerRef) -> list[Any]:
-    mounts = c.container.get("volumeMounts")
-    return mounts if isinstance(mounts, list) else []
-
-
 def _shm_mount(c: ContainerRef) -> tuple[int, dict[str, Any]] | None:
-    for i, m in enumerate(_mounts(c)):
+    for i, m in enumerate(as_list(c.container.get("volumeMounts"))):
         if isinstance(m, dict) and isinstance(m.get("mountPath"), str) and m["mountPath"].rstrip("/") == SHM_PATH:
             return i, m
     return None
 
 
-def _volumes(ctx: RuleContext) -> list[Any]:
-    vols = ctx.pod.spec.get("volumes")
-    return vols if isinstance(vols, list) else []
-
-
 def _find_volume(ctx: RuleContext, name: Any) -> tuple[int, dict[str, Any]] | None:
-    for i, v in enumerate(_volumes(ctx)):
+    for i, v in enumerate(as_list(ctx.pod.spec.get("volumes"))):
         if isinstance(v, dict) and v.get("name") == name:
             return i, v
     return None
@@ -107,7 +98,7 @@ def _shared_volume_name(ctx: RuleContext) -> str | None:
 
 
 def _new_volume_name(ctx: RuleContext) -> str:
-    taken = {v.get("name") for v in _volumes(ctx) if isinstance(v, dict)}
+    taken = {v.get("name") for v in as_list(ctx.pod.spec.get("volumes")) if isinstance(v, dict)}
     name, n = VOLUME_BASE_NAME, 1
     while name in taken:
         name, n = f"{VOLUME_BASE_NAME}-{n}", n + 1

@@ -56,6 +56,7 @@ from policies.podspec import ContainerRef
 from policies.quantity import try_parse
 from policies.resources import is_gpu_share_resource
 from policies.rule import Option, RuleContext
+from policies.shapes import as_dict
 from policies.types import RelPath, Severity, Violation
 
 ID = "gpu-topology-alignment"
@@ -105,14 +106,9 @@ def _whole_gpus(gpus: dict[str, Fraction]) -> int:
     return int(sum(q for name, q in gpus.items() if "/mig-" not in name and not name.endswith(".shared")))
 
 
-def _amounts(resources: dict[str, Any], which: str) -> dict[str, Any]:
-    value = resources.get(which)
-    return value if isinstance(value, dict) else {}
-
-
 def _not_guaranteed(resources: dict[str, Any]) -> str | None:
     """Why these requirements are not Guaranteed (cpu and memory: request == limit > 0), or None."""
-    limits, requests = _amounts(resources, "limits"), _amounts(resources, "requests")
+    limits, requests = as_dict(resources.get("limits")), as_dict(resources.get("requests"))
     for r in _QOS_RESOURCES:
         if r not in limits:
             return f"has no {r} limit"
