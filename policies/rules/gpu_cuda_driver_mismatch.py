@@ -126,18 +126,17 @@ def _annotations(ctx: RuleContext) -> dict[str, Any]:
     return merged
 
 
-def _old_labels_only(facts: ClusterFacts, cache: dict[str, Any]) -> bool:
+def _old_labels_only(facts: ClusterFacts) -> bool:
     """Whether some node carries the deprecated GFD driver labels but not the current ones."""
-    key = "cuda:old-driver-labels"
-    if key not in cache:
-        cache[key] = any(
+    return facts.memoised(
+        "cuda:old-driver-labels-only",
+        lambda: any(
             LABEL_DRIVER_OLD[0] in g.representative.labels
             and LABEL_DRIVER_NEW[0] not in g.representative.labels
             and LABEL_DRIVER_FULL not in g.representative.labels
             for g in facts.groups
-        )
-    result: bool = cache[key]
-    return result
+        ),
+    )
 
 
 def _driver_text(verdict: GroupVerdict) -> str:
@@ -221,7 +220,7 @@ def _forward_terms(
 def _pod_fix(ctx: RuleContext, assessments: list[Assessment], candidates: list[GroupVerdict]) -> tuple[RelOp, ...]:
     minimums = [m for a in assessments if (m := a.fix_minimum()) is not None]
     if minimums:
-        terms = driver_terms(max(minimums), _old_labels_only(ctx.facts, ctx.cache))
+        terms = driver_terms(max(minimums), _old_labels_only(ctx.facts))
     elif all(a.with_mode(Mode.FORWARD) and a.with_mode(Mode.INCOMPATIBLE) for a in assessments):
         terms = _forward_terms(ctx, assessments, candidates)
     else:
