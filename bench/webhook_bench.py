@@ -98,7 +98,7 @@ def engine_microseconds(cluster: Path, distinct: bool = False) -> float:
     """In-process cost of one evaluate() of the benchmark review (``distinct``: a new template each time)."""
     import orjson
 
-    from linter.snapshot import load_cluster_facts
+    from gpuguard.sources.snapshot import load_cluster_facts
     from policies.config import Config
     from policies.engine import evaluate
 
@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         big = work / f"cluster-{args.nodes}.json"
         generate_snapshot(big, args.nodes)
         tls = ["--tls-cert", str(bundle.tls_crt), "--tls-key", str(bundle.tls_key), "--host", "127.0.0.1"]
-        serve = [sys.executable, "-m", "linter.cli", "serve", *tls]
+        serve = [sys.executable, "-m", "gpuguard.cli", "serve", *tls]
         runs: dict[str, dict[str, float]] = {}
         port = free_port()
         bare_cmd = [sys.executable, __file__, "--serve-bare", str(bundle.tls_crt), str(bundle.tls_key), str(port)]

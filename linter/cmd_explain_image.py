@@ -43,7 +43,7 @@ def _report(image: str, cluster: str | None) -> dict[str, Any]:
     }
     if cluster is None:
         return report
-    from linter.snapshot import load_cluster_facts
+    from gpuguard.sources.snapshot import load_cluster_facts
 
     facts = load_cluster_facts(cluster)
     report["cluster"] = facts.source
@@ -103,7 +103,7 @@ def _text(report: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from linter.yamlsafe import InputError
+    from gpuguard.sources.yamlsafe import InputError
 
     try:
         report = _report(args.image, args.cluster)

@@ -11,7 +11,7 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from linter.inputs import Input
+    from gpuguard.sources.inputs import Input
     from linter.lint import FileResult
     from linter.report import Report
     from policies.config import Config
@@ -64,9 +64,9 @@ def _render(report: Report, fmt: str, stream: TextIO) -> None:
 
 def _fix(item: Input, result: FileResult, config: Config, facts: ClusterFacts) -> tuple[str | None, FileResult]:
     """(fixed text, its lint result), or (None, original result) when nothing was fixed."""
+    from gpuguard.sources.yamlsafe import InputError
     from linter.fixer import FixError, fixed_text
     from linter.lint import lint_text
-    from linter.yamlsafe import InputError
 
     try:
         new_text = fixed_text(result)
@@ -89,12 +89,12 @@ def _fix(item: Input, result: FileResult, config: Config, facts: ClusterFacts) -
 def run(args: argparse.Namespace) -> int:
     import difflib
 
-    from linter.configfile import load_config_file
-    from linter.inputs import collect
+    from gpuguard.sources.configfile import load_config_file
+    from gpuguard.sources.inputs import collect
+    from gpuguard.sources.snapshot import load_cluster_facts
+    from gpuguard.sources.yamlsafe import InputError
     from linter.lint import lint_text
     from linter.report import EXIT_ERROR, Report
-    from linter.snapshot import load_cluster_facts
-    from linter.yamlsafe import InputError
     from policies.facts import ClusterFacts
     from policies.types import Severity
 

@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from gpuguard.sources.loader import Segment
 from linter.lint import FileResult
-from linter.loader import Segment
 from policies import pointer
 from policies.types import PatchOp
 

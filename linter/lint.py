@@ -6,9 +6,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from linter.loader import Document, ParsedFile, parse_text
+from gpuguard.sources.loader import Document, ParsedFile, parse_text
+from gpuguard.sources.yamlsafe import InputError
 from linter.positions import locate
-from linter.yamlsafe import InputError
 from policies.config import Config
 from policies.engine import Evaluation, evaluate
 from policies.facts import ClusterFacts

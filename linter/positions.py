@@ -6,7 +6,7 @@ field does not exist, that of its nearest existing ancestor.  Marks are absolute
 
 from __future__ import annotations
 
-from linter.loader import Node
+from gpuguard.sources.loader import Node
 from policies import pointer
 
 

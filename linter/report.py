@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuguard.sources.yamlsafe import InputError
 from linter.lint import FileResult, Located
-from linter.yamlsafe import InputError
 from policies.types import Severity
 
 EXIT_CLEAN = 0

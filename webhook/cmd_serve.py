@@ -66,9 +66,9 @@ def run(args: argparse.Namespace) -> int:
     log = logging.getLogger("gpuguard.serve")
     log.info("gpuguard webhook starting: %s", _source_line(args))
 
-    from linter.configfile import load_config_file
-    from linter.snapshot import load_cluster_facts
-    from linter.yamlsafe import InputError
+    from gpuguard.sources.configfile import load_config_file
+    from gpuguard.sources.snapshot import load_cluster_facts
+    from gpuguard.sources.yamlsafe import InputError
     from policies.config import Config
     from webhook.app import FactsProvider, StaticFacts
     from webhook.server import ServeOptions, serve

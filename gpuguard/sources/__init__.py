@@ -1,0 +1,1 @@
+"""Neutral loading shared by every face: safe YAML, input files, config files, cluster snapshots."""

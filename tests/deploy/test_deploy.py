@@ -1,0 +1,455 @@
+"""The manifests in deploy/: valid objects, webhook rules that match the extractor's table, and
+matchConditions (evaluated with a CEL interpreter) that select exactly the GPU workloads."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuguard.cli import main as gpuguard
+from policies.config import load_config
+from policies.podspec import WORKLOADS, Workload, extract
+from tests.support.paths import ROOT, load_yaml_docs
+
+DEPLOY = ROOT / "deploy"
+KUBERNETES_VERSION = "1.33.0"
+WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+
+
+def deploy_docs() -> list[dict[str, Any]]:
+    kustomization = load_yaml_docs(DEPLOY / "kustomization.yaml")[0]
+    docs: list[dict[str, Any]] = []
+    for name in kustomization["resources"]:
+        docs.extend(load_yaml_docs(DEPLOY / name))
+    return docs
+
+
+DOCS = deploy_docs()
+
+
+def one(kind: str) -> dict[str, Any]:
+    found = [d for d in DOCS if d["kind"] == kind]
+    assert len(found) == 1, f"expected one {kind}, found {len(found)}"
+    return found[0]
+
+
+def webhooks() -> list[tuple[str, dict[str, Any]]]:
+    return [(d["kind"], w) for d in DOCS if d["kind"] in WEBHOOK_KINDS for w in d["webhooks"]]
+
+
+def _generator() -> Any:
+    spec = importlib.util.spec_from_file_location("generate_webhooks", DEPLOY / "generate_webhooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_webhooks_yaml_is_generated_from_the_extractor_table() -> None:
+    on_disk = (DEPLOY / "webhooks.yaml").read_text()
+    without_ca = "".join(line for line in on_disk.splitlines(keepends=True) if "caBundle:" not in line)
+    assert without_ca == _generator().render(), "run: python deploy/generate_webhooks.py"
+
+
+def test_kustomization_lists_every_manifest() -> None:
+    listed = set(load_yaml_docs(DEPLOY / "kustomization.yaml")[0]["resources"])
+    on_disk = {p.name for p in DEPLOY.glob("*.yaml")} - {"kustomization.yaml"}
+    assert listed == on_disk
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: f"{d['kind']}/{d['metadata']['name']}")
+def test_manifest_is_a_valid_kubernetes_object(doc: dict[str, Any]) -> None:
+    import kubernetes_validate
+
+    kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+def test_rbac_reads_only_nodes_and_runtimeclasses() -> None:
+    role = one("ClusterRole")
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    expected = {
+        (group, resource, verb)
+        for group, resource in (("", "nodes"), ("node.k8s.io", "runtimeclasses"))
+        for verb in ("get", "list", "watch")
+    }
+    assert granted == expected
+    binding = one("ClusterRoleBinding")
+    account = one("ServiceAccount")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": account["metadata"]["namespace"]}
+    ]
+    assert one("Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == account["metadata"]["name"]
+
+
+def test_policy_config_is_valid() -> None:
+    from gpuguard.sources.yamlsafe import load_all_plain
+
+    text = one("ConfigMap")["data"][".gpuguard.yaml"]
+    (raw,) = list(load_all_plain(text, ".gpuguard.yaml"))
+    config = load_config(raw)
+    assert config.mutate == ("gpu-limit-missing", "gpu-taint-not-tolerated")
+    assert config.failure_mode == "allow"
+    assert {"kube-system", "gpuguard"} <= config.exempt_namespaces
+
+
+def test_deployment_is_highly_available_and_restricted() -> None:
+    deployment = one("Deployment")
+    spec = deployment["spec"]
+    pod = spec["template"]["spec"]
+    assert spec["replicas"] >= 2
+    labels = spec["template"]["metadata"]["labels"]
+    assert spec["selector"]["matchLabels"].items() <= labels.items()
+    spread = pod.get("topologySpreadConstraints", [])
+    assert any(c["topologyKey"] == "kubernetes.io/hostname" for c in spread) or "podAntiAffinity" in pod.get(
+        "affinity", {}
+    )
+    pdb = one("PodDisruptionBudget")
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+
+    (container,) = pod["containers"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    sc = container["securityContext"]
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["capabilities"]["drop"] == ["ALL"]
+    for kind in ("requests", "limits"):
+        assert {"cpu", "memory"} <= set(container["resources"][kind])
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+        assert container[probe]["httpGet"]["path"] == path
+        assert container[probe]["httpGet"]["scheme"] == "HTTPS"
+
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["tls"]["secret"]["secretName"] == "gpuguard-tls"
+    assert mounts["tls"] == "/tls"
+    assert volumes["config"]["configMap"]["name"] == one("ConfigMap")["metadata"]["name"]
+    assert mounts["config"] == "/config"
+    assert container["args"] == [
+        "serve", "--tls-cert", "/tls/tls.crt", "--tls-key", "/tls/tls.key",
+        "--config", "/config/.gpuguard.yaml", "--in-cluster",
+    ]
+
+
+def test_deployment_args_parse_with_the_serve_command() -> None:
+    from gpuguard.cli import build_parser
+
+    args = build_parser().parse_args(one("Deployment")["spec"]["template"]["spec"]["containers"][0]["args"])
+    assert args.command == "serve"
+    assert args.in_cluster is True
+    assert args.port == 8443
+
+
+def test_service_targets_the_webhook_port() -> None:
+    service = one("Service")
+    (port,) = service["spec"]["ports"]
+    container = one("Deployment")["spec"]["template"]["spec"]["containers"][0]
+    named = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert port["port"] == 443
+    assert named[port["targetPort"]] == 8443
+    labels = one("Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+
+
+@pytest.mark.parametrize(("kind", "webhook"), webhooks(), ids=lambda x: x if isinstance(x, str) else x["name"])
+def test_webhook_settings(kind: str, webhook: dict[str, Any]) -> None:
+    service = one("Service")
+    ref = webhook["clientConfig"]["service"]
+    assert (ref["name"], ref["namespace"], ref["port"]) == (
+        service["metadata"]["name"], service["metadata"]["namespace"], 443
+    )
+    assert ref["path"] == ("/mutate" if kind == "MutatingWebhookConfiguration" else "/validate")
+    assert webhook["admissionReviewVersions"] == ["v1"]
+    assert webhook["sideEffects"] == "None"
+    assert 1 <= webhook["timeoutSeconds"] <= 10
+    assert webhook["failurePolicy"] in ("Ignore", "Fail")
+    if kind == "MutatingWebhookConfiguration":
+        assert webhook["failurePolicy"] == "Ignore"
+        assert webhook["reinvocationPolicy"] == "IfNeeded"
+    (expr,) = webhook["namespaceSelector"]["matchExpressions"]
+    assert expr["key"] == "kubernetes.io/metadata.name"
+    assert expr["operator"] == "NotIn"
+    assert {"kube-system", service["metadata"]["namespace"]} <= set(expr["values"])
+    assert len(webhook["matchConditions"]) <= 64
+
+
+@pytest.mark.parametrize(("kind", "webhook"), webhooks(), ids=lambda x: x if isinstance(x, str) else x["name"])
+def test_webhook_rules_cover_exactly_the_extractor_kinds(kind: str, webhook: dict[str, Any]) -> None:
+    covered: dict[tuple[str, str], set[str]] = {}
+    for rule in webhook["rules"]:
+        assert sorted(rule["operations"]) == ["CREATE", "UPDATE"]
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                covered.setdefault((group, resource), set()).update(rule["apiVersions"])
+    expected = {(w.group, w.resource): set(w.versions) for w in WORKLOADS}
+    assert covered == expected
+
+
+def test_both_webhooks_select_the_same_objects() -> None:
+    (_, mutating), (_, validating) = sorted(webhooks(), key=lambda kw: kw[0])
+    for key in ("rules", "matchConditions", "namespaceSelector"):
+        assert mutating[key] == validating[key], key
+
+
+# --- matchConditions, evaluated as the API server does ---------------------------------------
+
+GPU = {"limits": {"nvidia.com/gpu": "1"}}
+
+
+def container(name: str = "main", resources: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": name, "image": "nvcr.io/nvidia/pytorch:24.05-py3", **extra}
+    if resources is not None:
+        c["resources"] = copy.deepcopy(dict(resources))
+    return c
+
+
+def pod_spec(*containers: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"containers": list(containers) or [container()], **extra}
+
+
+def template(spec: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"labels": {"app": "x"}}, "spec": spec}
+
+
+def obj(api_version: str, kind: str, spec: Any, **top: Any) -> dict[str, Any]:
+    o: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x", "namespace": "ml"}}
+    if spec is not None:
+        o["spec"] = spec
+    o.update(top)
+    return o
+
+
+def gpu_fixtures() -> dict[str, dict[str, Any]]:
+    gpu_pod = pod_spec(container(resources=GPU))
+    return {
+        "pod": obj("v1", "Pod", gpu_pod),
+        "pod-amd-request": obj("v1", "Pod", pod_spec(container(resources={"requests": {"amd.com/gpu": "1"}}))),
+        "pod-intel-init": obj("v1", "Pod", pod_spec(
+            container(), initContainers=[container("init", {"limits": {"gpu.intel.com/i915": "1"}})]
+        )),
+        "pod-mig": obj("v1", "Pod", pod_spec(container(resources={"limits": {"nvidia.com/mig-1g.10gb": "1"}}))),
+        "deployment": obj("apps/v1", "Deployment", {
+            "replicas": 1, "selector": {"matchLabels": {"app": "x"}}, "template": template(gpu_pod),
+        }),
+        "cronjob": obj("batch/v1", "CronJob", {
+            "schedule": "0 * * * *", "jobTemplate": {"spec": {"template": template(gpu_pod)}},
+        }),
+        "pytorchjob": obj("kubeflow.org/v1", "PyTorchJob", {"pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "template": template(pod_spec(container()))},
+            "Worker": {"replicas": 2, "template": template(gpu_pod)},
+        }}),
+        "raycluster-gpu-worker": obj("ray.io/v1", "RayCluster", {
+            "headGroupSpec": {"rayStartParams": {}, "template": template(pod_spec(container("ray-head")))},
+            "workerGroupSpecs": [
+                {"groupName": "cpu", "template": template(pod_spec(container("w")))},
+                {"groupName": "gpu", "template": template(pod_spec(container("w", GPU)))},
+            ],
+        }),
+        "inferenceservice-model": obj("serving.kserve.io/v1beta1", "InferenceService", {"predictor": {
+            "model": {"modelFormat": {"name": "huggingface"}, "resources": {"limits": {"nvidia.com/gpu": "1"}}},
+        }}),
+        "pod-env-only": obj("v1", "Pod", pod_spec(container(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]))),
+        "pod-driver-capabilities": obj("v1", "Pod", pod_spec(
+            container(env=[{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"}])
+        )),
+        "pod-hostpath-nvidia0": obj("v1", "Pod", pod_spec(
+            container(volumeMounts=[{"name": "dev", "mountPath": "/dev/nvidia0"}]),
+            volumes=[{"name": "dev", "hostPath": {"path": "/dev/nvidia0"}}],
+        )),
+        "pod-hostpath-dri": obj("v1", "Pod", pod_spec(
+            container(), volumes=[{"name": "dri", "hostPath": {"path": "/dev/dri", "type": "Directory"}}]
+        )),
+        "pod-dra-claim": obj("v1", "Pod", pod_spec(
+            container(resources={"claims": [{"name": "gpu"}]}),
+            resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}],
+        )),
+        "trainjob": obj("trainer.kubeflow.org/v1alpha1", "TrainJob", {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": "8"}}},
+        }),
+        "nimservice": obj("apps.nvidia.com/v1alpha1", "NIMService", {
+            "image": {"repository": "nvcr.io/nim/meta/llama3-8b-instruct", "tag": "1.0.0"},
+            "resources": {"limits": {"nvidia.com/gpu": "1"}},
+        }),
+        "kaito-workspace": obj("kaito.sh/v1beta1", "Workspace", None, inference={"template": template(gpu_pod)}),
+        "katib-experiment": obj("kubeflow.org/v1beta1", "Experiment", {"trialTemplate": {"trialSpec": obj(
+            "batch/v1", "Job", {"template": template(pod_spec(container(resources=GPU)))}
+        )}}),
+    }
+
+
+def non_gpu_fixtures() -> dict[str, dict[str, Any]]:
+    nginx = pod_spec(container("nginx", {"limits": {"cpu": "500m", "memory": "128Mi"}}, image="nginx:1.27"))
+    return {
+        "nginx-deployment": obj("apps/v1", "Deployment", {
+            "replicas": 2, "selector": {"matchLabels": {"app": "x"}}, "template": template(nginx),
+        }),
+        "plain-pod": obj("v1", "Pod", pod_spec(container("app", {"requests": {"cpu": "1"}}))),
+        "pod-other-extended-resource": obj("v1", "Pod", pod_spec(
+            container(resources={"limits": {"example.com/fpga": "1", "hugepages-2Mi": "1Gi"}})
+        )),
+        "pod-unrelated-env-and-hostpath": obj("v1", "Pod", pod_spec(
+            container(env=[{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}]),
+            volumes=[{"name": "logs", "hostPath": {"path": "/var/log"}}],
+        )),
+        "cpu-pytorchjob": obj("kubeflow.org/v1", "PyTorchJob", {"pytorchReplicaSpecs": {
+            "Worker": {"replicas": 2, "template": template(pod_spec(container()))},
+        }}),
+        "empty-deployment": obj("apps/v1", "Deployment", {}),
+        "no-spec": obj("v1", "Pod", None),
+        "configmap": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}},
+    }
+
+
+class MatchConditions:
+    """A webhook's matchConditions with the API server's combination rules."""
+
+    def __init__(self, webhook: Mapping[str, Any]) -> None:
+        import celpy
+
+        self._celpy = celpy
+        env = celpy.Environment()
+        self.programs = [(c["name"], env.program(env.compile(c["expression"]))) for c in webhook["matchConditions"]]
+
+    def decide(self, operation: str, new: Any, old: Any = None) -> bool | None:
+        """True: call the webhook; False: skip it; None: an evaluation error (failurePolicy decides).
+
+        Any false condition skips the webhook even if another one errors."""
+        celpy = self._celpy
+        activation = {
+            "object": celpy.json_to_cel(new),
+            "oldObject": celpy.json_to_cel(old),
+            "request": celpy.json_to_cel({"operation": operation, "namespace": "ml", "name": "x"}),
+        }
+        errored = False
+        for _, program in self.programs:
+            try:
+                result = program.evaluate(activation)
+            except celpy.CELEvalError:
+                errored = True
+                continue
+            if isinstance(result, celpy.CELEvalError):
+                errored = True
+            elif not bool(result):
+                return False
+        return None if errored else True
+
+
+@pytest.fixture(scope="module", params=[k for k, _ in webhooks()])
+def conditions(request: pytest.FixtureRequest) -> MatchConditions:
+    return MatchConditions(next(w for k, w in webhooks() if k == request.param))
+
+
+@pytest.mark.parametrize("name", sorted(gpu_fixtures()))
+def test_match_conditions_select_gpu_objects(conditions: MatchConditions, name: str) -> None:
+    new = gpu_fixtures()[name]
+    assert conditions.decide("CREATE", new) is True
+    assert conditions.decide("UPDATE", new, old=new) is True
+
+
+@pytest.mark.parametrize("name", sorted(non_gpu_fixtures()))
+def test_match_conditions_skip_other_objects(conditions: MatchConditions, name: str) -> None:
+    assert conditions.decide("CREATE", non_gpu_fixtures()[name]) is False
+
+
+def test_match_conditions_skip_delete(conditions: MatchConditions) -> None:
+    old = gpu_fixtures()["pod"]
+    assert conditions.decide("DELETE", None, old=old) is False
+
+
+def _fill(pattern: tuple[str, ...], leaf: Any, list_keys: frozenset[str]) -> Any:
+    """A minimal object shape with ``leaf`` at ``pattern`` (``*`` becomes a map key or list item)."""
+    if not pattern:
+        return leaf
+    head, rest = pattern[0], pattern[1:]
+    if head == "*":
+        raise AssertionError("a wildcard must follow a named key")
+    child = _fill(rest[1:], leaf, list_keys) if rest and rest[0] == "*" else _fill(rest, leaf, list_keys)
+    if rest and rest[0] == "*":
+        return {head: [child] if head in list_keys else {"Worker": child}}
+    return {head: child}
+
+
+# Keys whose wildcard runs over a list (the others are maps keyed by role), per the CRD schemas.
+LIST_KEYS = frozenset({"workerGroupSpecs", "replicatedJobs", "tasks"})
+
+
+def synthesized(workload: Workload, gpu: bool) -> list[dict[str, Any]]:
+    """One object per template location of ``workload``, with or without a GPU container there."""
+    resources = {"limits": {"nvidia.com/gpu": "1"}} if gpu else {"limits": {"cpu": "1"}}
+    api_version = f"{workload.group}/{workload.versions[0]}" if workload.group else workload.versions[0]
+    objects = []
+    for location in workload.locations:
+        if location.shape == "template":
+            leaf: Any = template(pod_spec(container(resources=resources)))
+        elif location.shape == "podspec":
+            leaf = pod_spec(container(resources=resources))
+        elif location.shape == "component":
+            leaf = {"image": "x", location.resources_key: resources}
+        else:  # an embedded object: a Job inside
+            leaf = obj("batch/v1", "Job", {"template": template(pod_spec(container(resources=resources)))})
+        body = _fill(location.pattern, leaf, LIST_KEYS)
+        if location.pattern == ():
+            body = {"spec": leaf["spec"]}
+        o = {"apiVersion": api_version, "kind": workload.kind, "metadata": {"name": "x", "namespace": "ml"}}
+        o.update(copy.deepcopy(body) if isinstance(body, dict) else {})
+        objects.append(o)
+    return objects
+
+
+@pytest.mark.parametrize(
+    ("workload", "index"),
+    [(w, i) for w in WORKLOADS for i in range(len(w.locations))],
+    ids=lambda x: x.kind if isinstance(x, Workload) else str(x),
+)
+def test_match_conditions_cover_every_extractor_location(
+    conditions: MatchConditions, workload: Workload, index: int
+) -> None:
+    gpu_obj = synthesized(workload, gpu=True)[index]
+    templates = extract(gpu_obj)
+    # the synthesized object really has the template where the extractor looks
+    assert templates and any(
+        "nvidia.com/gpu" in c.resource_map("limits") for t in templates for c in t.containers
+    ), gpu_obj
+    assert conditions.decide("CREATE", gpu_obj) is True
+    if workload.kind != "Experiment":  # every Experiment with a trial spec is sent on purpose
+        assert conditions.decide("CREATE", synthesized(workload, gpu=False)[index]) is False
+
+
+def test_gpuguard_lint_passes_on_deploy(capsys: pytest.CaptureFixture[str]) -> None:
+    assert gpuguard(["lint", str(DEPLOY)]) == 0
+    out = capsys.readouterr().out
+    assert "0 errors" in out
+
+
+def test_readme_install_section_names_real_commands() -> None:
+    text = (DEPLOY.parent / "README.md").read_text().split("## Install the admission webhook", 1)[1]
+    for needle in ("gpuguard certs", "--inject deploy/webhooks.yaml", "kubectl create secret tls gpuguard-tls",
+                   "kubectl apply -k deploy/"):
+        assert needle in text
+    assert Path(DEPLOY / "webhooks.yaml").is_file()
+
+
+def test_dockerfile_matches_the_deployment() -> None:
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    pod = one("Deployment")["spec"]["template"]["spec"]
+    user = f'{pod["securityContext"]["runAsUser"]}:{pod["securityContext"]["runAsGroup"]}'
+    assert f"USER {user}" in dockerfile
+    (container,) = pod["containers"]
+    assert container["command"] == ["gpuguard"] and 'ENTRYPOINT ["gpuguard"]' in dockerfile
+    assert container["image"].startswith("ghcr.io/gpuguard/gpuguard:") and container["image"].split(":")[-1] in dockerfile
+    for package in ("gpuguard", "policies", "linter", "webhook", "certs"):
+        assert f"COPY {package} ./{package}" in dockerfile

@@ -1,0 +1,86 @@
+"""The pre-commit hook, run by the real `pre-commit try-repo` against a throwaway git repository.
+
+The project is copied (tracked and untracked-but-not-ignored files) into a temporary git
+repository, so the hook is tested as it stands in the working tree.  pre-commit installs it into
+a fresh virtualenv from PyPI, which takes a while; the environment is shared by both runs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.paths import FIXTURES, ROOT
+
+LINT = FIXTURES / "lint"
+PRE_COMMIT = Path(sys.executable).parent / "pre-commit"
+
+pytestmark = pytest.mark.skipif(
+    not PRE_COMMIT.exists() or shutil.which("git") is None, reason="pre-commit or git not installed"
+)
+
+
+def _git(cwd: Path, *args: str) -> None:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "test",
+        "GIT_AUTHOR_EMAIL": "test@example.com",
+        "GIT_COMMITTER_NAME": "test",
+        "GIT_COMMITTER_EMAIL": "test@example.com",
+    }
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """(copy of this project as a git repository, PRE_COMMIT_HOME)."""
+    base = tmp_path_factory.mktemp("precommit")
+    project = base / "project"
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT, check=True, capture_output=True,
+    ).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = ROOT / rel
+        if src.is_file():
+            dest = project / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest)
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-q", "-m", "snapshot")
+    yield project, base / "pre-commit-home"
+
+
+def _try_repo(hook_repo: tuple[Path, Path], manifest: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    project, home = hook_repo
+    repo = tmp_path / "manifests"
+    repo.mkdir()
+    shutil.copyfile(manifest, repo / "gpu-pod.yaml")
+    (repo / "README.md").write_text("not YAML, not checked\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1"}
+    return subprocess.run(
+        [str(PRE_COMMIT), "try-repo", str(project), "gpuguard", "--all-files", "--color", "never"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=900,
+    )
+
+
+def test_hook_fails_on_a_bad_manifest(hook_repo: tuple[Path, Path], tmp_path: Path) -> None:
+    proc = _try_repo(hook_repo, LINT / "pod-limit-missing.yaml", tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "gpuguard" in proc.stdout and "Failed" in proc.stdout
+    assert "gpu-pod.yaml:" in proc.stdout and "gpu-limit-missing" in proc.stdout
+
+
+def test_hook_passes_on_a_good_manifest(hook_repo: tuple[Path, Path], tmp_path: Path) -> None:
+    proc = _try_repo(hook_repo, LINT / "pod-good.yaml", tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Passed" in proc.stdout

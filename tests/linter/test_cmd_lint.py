@@ -1,0 +1,302 @@
+"""gpuguard lint end to end: output formats, exit codes, Helm stdin, facts-needing rules."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from linter import cmd_lint
+from linter.formats import github, text
+from linter.lint import lint_text
+from linter.report import Report
+from policies import ClusterFacts, load_config
+from policies.registry import RULES
+from tests.support.lint import line_of, only_rules, run_lint
+from tests.support.paths import FIXTURES, SARIF_SCHEMA
+
+LINT = FIXTURES / "lint"
+
+GPU_REQUEST = "/spec/containers/0/resources/requests/nvidia.com~1gpu"
+
+
+def test_json_shape_and_position(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = LINT / "pod-limit-missing.yaml"
+    config = only_rules(tmp_path, "gpu-limit-missing")
+    code, out, _ = run_lint([str(manifest), "--config", config, "--format", "json"], capsys, monkeypatch)
+    report = json.loads(out)
+    assert code == 1
+    assert set(report) == {"findings", "errors", "summary"}
+    assert report["errors"] == []
+    (finding,) = report["findings"]
+    assert set(finding) == {
+        "rule", "severity", "message", "remediation", "file", "line", "column",
+        "kind", "name", "namespace", "path", "source", "fix",
+    }
+    assert finding["rule"] == "gpu-limit-missing"
+    assert finding["severity"] == "error"
+    assert (finding["line"], finding["column"]) == line_of(manifest.read_text(), "nvidia.com/gpu: 1")
+    assert (finding["kind"], finding["name"], finding["namespace"]) == ("Pod", "trainer", "ml")
+    assert finding["path"] == GPU_REQUEST
+    assert finding["source"] is None
+    assert finding["file"] == str(manifest)
+    assert finding["fix"] == [
+        {"op": "add", "path": "/spec/containers/0/resources/limits", "value": {"nvidia.com/gpu": 1}}
+    ]
+    summary = report["summary"]
+    assert summary["by_severity"] == {"error": 1, "warning": 0, "info": 0}
+    assert (summary["files"], summary["documents"], summary["objects"]) == (1, 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("manifest", "extra", "expected"),
+    [
+        ("pod-good.yaml", [], 0),
+        ("pod-limit-missing.yaml", [], 1),
+        ("pod-limit-missing.yaml", ["--fail-on", "info"], 1),
+    ],
+)
+def test_exit_code_follows_findings(
+    manifest: str, extra: list[str], expected: int, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = only_rules(tmp_path, "gpu-limit-missing")
+    code, _, _ = run_lint([str(LINT / manifest), "--config", config, *extra], capsys, monkeypatch)
+    assert code == expected
+
+
+@pytest.mark.parametrize(("fail_on", "expected"), [("error", 0), ("warning", 1), ("info", 1)])
+def test_fail_on_threshold(
+    fail_on: str, expected: int, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = only_rules(tmp_path, "gpu-limit-missing", gpu_limit_missing="warning")
+    argv = [str(LINT / "pod-limit-missing.yaml"), "--config", config, "--fail-on", fail_on, "--format", "json"]
+    code, out, _ = run_lint(argv, capsys, monkeypatch)
+    assert [f["severity"] for f in json.loads(out)["findings"]] == ["warning"]
+    assert code == expected
+
+
+def test_unreadable_input_exits_2_but_others_are_linted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = only_rules(tmp_path, "gpu-limit-missing")
+    missing = str(tmp_path / "nope.yaml")
+    argv = [missing, str(LINT / "pod-limit-missing.yaml"), "--config", config, "--format", "json"]
+    code, out, _ = run_lint(argv, capsys, monkeypatch)
+    report = json.loads(out)
+    assert code == 2
+    assert [e["file"] for e in report["errors"]] == [missing]
+    assert [f["rule"] for f in report["findings"]] == ["gpu-limit-missing"]
+
+
+@pytest.mark.parametrize(
+    ("content", "flag"),
+    [
+        ("rules: {no-such-rule: off}\n", "--config"),
+        ("rules: [1, 2]\n", "--config"),
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "--cluster"),
+        ("key: [broken\n", "--cluster"),
+    ],
+)
+def test_bad_config_or_cluster_exits_2(
+    content: str, flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(content)
+    code, out, err = run_lint([str(LINT / "pod-good.yaml"), flag, str(bad)], capsys, monkeypatch)
+    assert code == 2
+    assert str(bad) in err
+    assert out == ""
+
+
+def test_bad_usage_exits_2() -> None:
+    parser = argparse.ArgumentParser()
+    cmd_lint.add_arguments(parser)
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(["x.yaml", "--format", "xml"])
+    assert exc.value.code == 2
+
+
+def test_config_found_upward_from_cwd(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".gpuguard.yaml").write_text("rules:\n  gpu-limit-missing: off\n")
+    nested = tmp_path / "a" / "b"
+    nested.mkdir(parents=True)
+    monkeypatch.chdir(nested)
+    code, out, _ = run_lint([str(LINT / "pod-limit-missing.yaml"), "--format", "json"], capsys, monkeypatch)
+    assert "gpu-limit-missing" not in {f["rule"] for f in json.loads(out)["findings"]}
+    monkeypatch.chdir(tmp_path.parent)
+    code, out, _ = run_lint([str(LINT / "pod-limit-missing.yaml"), "--format", "json"], capsys, monkeypatch)
+    assert "gpu-limit-missing" in {f["rule"] for f in json.loads(out)["findings"]}
+    assert code == 1
+
+
+def test_fact_rules_skipped_without_cluster(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fact_rules = sorted(rid for rid, m in RULES.items() if m.NEEDS_FACTS == "yes")
+    manifest = str(LINT / "pod-limit-missing.yaml")
+    _, out, _ = run_lint([manifest, "--format", "json"], capsys, monkeypatch)
+    summary = json.loads(out)["summary"]
+    assert summary["skipped_rules"] == fact_rules
+    assert summary["cluster"] is None
+    _, out, _ = run_lint([manifest], capsys, monkeypatch)
+    if fact_rules:
+        assert "no --cluster given" in out and fact_rules[0] in out
+    _, out, _ = run_lint([manifest, "--cluster", "sample", "--format", "json"], capsys, monkeypatch)
+    summary = json.loads(out)["summary"]
+    assert summary["skipped_rules"] == []
+    assert summary["cluster"] == "sample"
+
+
+def test_helm_output_on_stdin_reports_sources(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rendered = (LINT / "helm-rendered.yaml").read_bytes()
+    config = only_rules(tmp_path, "gpu-limit-missing")
+    code, out, _ = run_lint(["-", "--config", config, "--format", "json"], capsys, monkeypatch, stdin=rendered)
+    findings = json.loads(out)["findings"]
+    assert code == 1
+    assert [(f["file"], f["source"], f["kind"]) for f in findings] == [
+        ("<stdin>", "gpu-app/templates/deployment.yaml", "Deployment"),
+        ("<stdin>", "gpu-app/templates/job.yaml", "Job"),
+    ]
+    text_ = rendered.decode()
+    assert (findings[0]["line"], findings[0]["column"]) == line_of(text_, "nvidia.com/gpu: 1")
+    assert (findings[1]["line"], findings[1]["column"]) == line_of(text_, "amd.com/gpu: 1")
+    _, out, _ = run_lint(["-", "--config", config], capsys, monkeypatch, stdin=rendered)
+    assert "<stdin>:" in out
+    assert "gpu-app/templates/deployment.yaml" in out and "gpu-app/templates/job.yaml" in out
+
+
+def test_list_items_get_item_pointers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = LINT / "list.yaml"
+    config = only_rules(tmp_path, "gpu-limit-missing")
+    _, out, _ = run_lint([str(manifest), "--config", config, "--format", "json"], capsys, monkeypatch)
+    report = json.loads(out)
+    (finding,) = report["findings"]
+    assert finding["path"] == "/items/1" + GPU_REQUEST
+    assert finding["name"] == "listed-bad"
+    assert finding["fix"][0]["path"].startswith("/items/1/")
+    assert (finding["line"], finding["column"]) == line_of(manifest.read_text(), "nvidia.com/gpu: 1")
+    assert report["summary"]["objects"] == 2
+
+
+@pytest.mark.skipif(not SARIF_SCHEMA.exists(), reason="SARIF schema not available")
+def test_sarif_validates_and_has_exact_regions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import jsonschema  # type: ignore[import-untyped]
+
+    config = only_rules(tmp_path, "gpu-limit-missing")
+    inputs = [
+        str(LINT / "multi-doc.yaml"),
+        str(LINT / "pod-limit-missing.yaml"),
+        str(LINT / "bad-inputs" / "broken.yaml"),
+    ]
+    monkeypatch.chdir(LINT.parent.parent.parent)
+    _, out, _ = run_lint([*inputs, "--config", config, "--format", "sarif"], capsys, monkeypatch)
+    sarif = json.loads(out)
+    jsonschema.validate(sarif, json.loads(SARIF_SCHEMA.read_text()))
+    _, out, _ = run_lint([*inputs, "--config", config, "--format", "json"], capsys, monkeypatch)
+    plain = json.loads(out)
+    run = sarif["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == list(RULES)
+    for r in rules:
+        module = RULES[r["id"]]
+        assert r["shortDescription"]["text"] == module.SUMMARY
+        assert r["defaultConfiguration"]["level"] in ("error", "warning", "note")
+        assert r["fullDescription"]["text"]
+    regions = [
+        (
+            res["ruleId"],
+            res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            res["locations"][0]["physicalLocation"]["region"]["startLine"],
+            res["locations"][0]["physicalLocation"]["region"]["startColumn"],
+        )
+        for res in run["results"]
+    ]
+    root = LINT.parent.parent.parent.resolve()
+    expected = [
+        (f["rule"], Path(f["file"]).resolve().relative_to(root).as_posix(), f["line"], f["column"])
+        for f in plain["findings"]
+    ]
+    assert regions == expected
+    assert len(regions) == 2
+    assert run["tool"]["driver"]["rules"][run["results"][0]["ruleIndex"]]["id"] == run["results"][0]["ruleId"]
+    (notification,) = run["invocations"][0]["toolExecutionNotifications"]
+    assert notification["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("broken.yaml")
+    assert run["invocations"][0]["executionSuccessful"] is False
+
+
+def test_github_escaping() -> None:
+    assert github.escape_data("100% done\r\nnext") == "100%25 done%0D%0Anext"
+    assert github.escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
+    line = github.command("error", "bad: 50%\nsee x", file="dir,1/a:b.yaml", line=3, col=4, title="r")
+    assert line == "::error file=dir%2C1/a%3Ab.yaml,line=3,col=4,title=r::bad: 50%25%0Asee x"
+
+
+def test_github_format(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    config = only_rules(tmp_path, "gpu-limit-missing", gpu_limit_missing="info")
+    manifest = LINT / "pod-limit-missing.yaml"
+    broken = LINT / "bad-inputs" / "broken.yaml"
+    _, out, _ = run_lint([str(manifest), str(broken), "--config", config, "--format", "github"], capsys, monkeypatch)
+    line, col = line_of(manifest.read_text(), "nvidia.com/gpu: 1")
+    commands = [c for c in out.splitlines() if c.startswith("::")]
+    assert commands[0].startswith(f"::notice file={manifest},line={line},col={col},title=gpu-limit-missing::container ")
+    assert any(c.startswith(f"::error file={broken},line=8,") for c in commands)
+
+
+def test_text_format_caret_and_colour(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = LINT / "pod-limit-missing.yaml"
+    config = only_rules(tmp_path, "gpu-limit-missing")
+    _, out, _ = run_lint([str(manifest), "--config", config], capsys, monkeypatch)
+    line, col = line_of(manifest.read_text(), "nvidia.com/gpu: 1")
+    lines = out.splitlines()
+    expected_head = f"{manifest}:{line}:{col} error gpu-limit-missing "
+    head = next(i for i, text_ in enumerate(lines) if text_.startswith(expected_head))
+    source, caret = lines[head + 1], lines[head + 2]
+    assert source.endswith(manifest.read_text().splitlines()[line - 1])
+    assert caret.index("^") == source.index("|") + 2 + col - 1
+    assert "\x1b[" not in out  # not a terminal
+    assert lines[-1].startswith("1 error, 0 warnings, 0 info")
+
+    tty = io.StringIO()
+    tty.isatty = lambda: True  # type: ignore[method-assign]
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert text.use_colour(tty) is False
+    monkeypatch.delenv("NO_COLOR")
+    assert text.use_colour(tty) is True
+    result = lint_text(manifest.read_text(), str(manifest), load_config({"rules": {}}), ClusterFacts.empty())
+    text.render(Report(results=[result]), tty)
+    assert "\x1b[31merror\x1b[0m" in tty.getvalue()
+
+
+def test_directories_are_searched_recursively(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = (LINT / "pod-limit-missing.yaml").read_text()
+    tree = tmp_path / "tree"
+    for rel in ("a.yaml", "sub/b.yml", "sub/deeper/c.json", "notes.txt", ".hidden/d.yaml"):
+        path = tree / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(yaml.safe_load(bad)) if rel.endswith(".json") else bad)
+    config = only_rules(tmp_path, "gpu-limit-missing")
+    _, out, _ = run_lint([str(tree), "--config", config, "--format", "json"], capsys, monkeypatch)
+    report = json.loads(out)
+    assert sorted(Path(f["file"]).relative_to(tree).as_posix() for f in report["findings"]) == [
+        "a.yaml", "sub/b.yml", "sub/deeper/c.json",
+    ]
+    assert report["summary"]["files"] == 3

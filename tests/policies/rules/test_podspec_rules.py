@@ -1,0 +1,306 @@
+"""Unit tests of the pod-spec rules that need no cluster facts, beyond their fixtures."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import pytest
+import yaml
+
+from policies import evaluate, load_config
+from policies.config import Config, ConfigError
+from policies.types import Finding, Severity
+from tests.support.paths import CORPUS, load_yaml_docs
+
+NO_FACTS_RULES = (
+    "gpu-limit-missing",
+    "gpu-request-limit-mismatch",
+    "gpu-whole-number",
+    "gpu-topology-alignment",
+    "gpu-shared-memory",
+    "gpu-device-access-bypass",
+    "gpu-memory-limit-missing",
+    "gpu-dra-claim-reference",
+)
+FIXABLE = ("gpu-limit-missing", "gpu-request-limit-mismatch", "gpu-shared-memory")
+
+
+def pod(*containers: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ml"},
+        "spec": {"containers": list(containers), **spec},
+    }
+
+
+def container(name: str = "trainer", **fields: Any) -> dict[str, Any]:
+    return {"name": name, "image": "nvcr.io/nvidia/pytorch:24.05-py3", **fields}
+
+
+def limits(amounts: dict[str, Any]) -> dict[str, Any]:
+    return {"limits": amounts}
+
+
+def findings(obj: dict[str, Any], rule: str, config: Config | None = None) -> list[Finding]:
+    return [f for f in evaluate(obj, config).findings if f.rule == rule]
+
+
+def test_mismatch_message_names_container_values_and_fix() -> None:
+    obj = pod(container(resources={"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 2}}))
+    [f] = findings(obj, "gpu-request-limit-mismatch")
+    assert f.message == (
+        "container 'trainer': requests.nvidia.com/gpu is 1 but the limit is 2; "
+        "extended resources cannot be overcommitted: set both to 2"
+    )
+    assert f.path == "/spec/containers/0/resources/requests/nvidia.com~1gpu"
+    assert [op.to_dict() for op in f.fix] == [
+        {"op": "replace", "path": "/spec/containers/0/resources/requests/nvidia.com~1gpu", "value": 2}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("scalar", "bad"),
+    [
+        ("1", False),
+        ('"1"', False),
+        ("1.0", False),
+        ("2000m", False),
+        ('"1e3"', False),
+        ("0", False),
+        ("0.5", True),
+        ('"500m"', True),
+        ("1.5", True),
+        ("-1", True),
+        ("one", True),
+        ("~", True),
+    ],
+)
+def test_whole_number_handles_every_yaml_scalar_type(scalar: str, bad: bool) -> None:
+    value = yaml.safe_load(f"v: {scalar}")["v"]
+    obj = pod(container(resources={"limits": {"nvidia.com/gpu": value}}))
+    got = findings(obj, "gpu-whole-number")
+    assert [f.path for f in got] == (["/spec/containers/0/resources/limits/nvidia.com~1gpu"] if bad else [])
+
+
+def test_whole_number_gpu_advice_only_for_gpus() -> None:
+    obj = pod(container(resources={"limits": {"nvidia.com/gpu": 0.5, "example.com/fpga": "1.5"}}))
+    by_path = {f.path.rsplit("/", 1)[-1]: f.message for f in findings(obj, "gpu-whole-number")}
+    assert "MIG" in by_path["nvidia.com~1gpu"]
+    assert (
+        "MIG" not in by_path["example.com~1fpga"] and "whole number of example.com/fpga" in by_path["example.com~1fpga"]
+    )
+
+
+def _wide_pod(cpu: str = "32") -> dict[str, Any]:
+    return pod(container(resources=limits({"cpu": cpu, "memory": "512Gi", "nvidia.com/gpu": 8})))
+
+
+def test_topology_default_options_only_warn_about_qos() -> None:
+    assert findings(_wide_pod(), "gpu-topology-alignment") == []
+    [f] = findings(_wide_pod("31500m"), "gpu-topology-alignment")
+    assert f.severity is Severity.WARNING
+    assert f.path == "/spec/containers/0/resources/limits/cpu"
+    assert "31500m" in f.message and "trainer" in f.message
+
+
+def _topology_config(**options: Any) -> Config:
+    return load_config({"rules": {"gpu-topology-alignment": {"options": options}}})
+
+
+def test_topology_single_numa_node_without_share_stays_a_qos_check() -> None:
+    config = _topology_config(topologyManagerPolicy="single-numa-node")
+    assert findings(_wide_pod(), "gpu-topology-alignment", config) == []
+
+
+def test_topology_error_when_gpus_exceed_a_numa_node() -> None:
+    config = _topology_config(topologyManagerPolicy="single-numa-node", gpusPerNumaNode=4)
+    [f] = findings(_wide_pod(), "gpu-topology-alignment", config)
+    assert f.severity is Severity.ERROR
+    assert "TopologyAffinityError" in f.message and "4" in f.message
+
+
+def test_topology_mig_instances_are_not_whole_gpus() -> None:
+    config = _topology_config(topologyManagerPolicy="single-numa-node", gpusPerNumaNode=4)
+    mig = pod(container(resources=limits({"cpu": "8", "memory": "64Gi", "nvidia.com/mig-1g.10gb": 7})))
+    assert findings(mig, "gpu-topology-alignment", config) == []
+
+
+def test_topology_configured_severity_overrides_the_rules_grading() -> None:
+    config = load_config(
+        {
+            "rules": {
+                "gpu-topology-alignment": {
+                    "severity": "info",
+                    "options": {"topologyManagerPolicy": "single-numa-node", "gpusPerNumaNode": 4},
+                }
+            }
+        }
+    )
+    [f] = findings(_wide_pod(), "gpu-topology-alignment", config)
+    assert f.severity is Severity.INFO
+
+
+def test_topology_policy_none_reports_nothing() -> None:
+    burstable = pod(container(resources=limits({"nvidia.com/gpu": 4})))
+    assert findings(burstable, "gpu-topology-alignment")
+    assert findings(burstable, "gpu-topology-alignment", _topology_config(topologyManagerPolicy="none")) == []
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"topologyManagerPolicy": "static"}, {"gpusPerNumaNode": "4"}, {"gpusPerNumaNode": True}],
+)
+def test_topology_options_are_validated(options: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match=r"gpu-topology-alignment\.options"):
+        _topology_config(**options)
+
+
+def test_topology_zero_cpu_limit_is_not_guaranteed() -> None:
+    obj = pod(container(resources=limits({"cpu": "0", "memory": "8Gi", "nvidia.com/gpu": 2})))
+    [f] = findings(obj, "gpu-topology-alignment")
+    assert "zero cpu limit" in f.message
+
+
+def test_topology_counts_devices_not_hami_shares() -> None:
+    vgpu = pod(container(resources=limits({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000, "nvidia.com/gpucores": 30})))
+    assert findings(vgpu, "gpu-topology-alignment") == []
+    assert findings(vgpu, "gpu-shared-memory") == []
+
+
+def _apply(obj: dict[str, Any], f: Finding) -> dict[str, Any]:
+    result: dict[str, Any] = jsonpatch.apply_patch(obj, f.fix_dicts() or [])
+    return result
+
+
+def test_shared_memory_each_finding_fix_applies_on_its_own_and_combined() -> None:
+    obj = pod(
+        container("a", resources=limits({"nvidia.com/gpu": 4})),
+        container("b", resources=limits({"nvidia.com/gpu": 4}), volumeMounts=[{"name": "data", "mountPath": "/data"}]),
+        volumes=[{"name": "dshm", "configMap": {"name": "x"}}, {"name": "dshm-1", "emptyDir": {}}],
+    )
+    got = findings(obj, "gpu-shared-memory")
+    assert len(got) == 2
+    for f in got:
+        patched = _apply(obj, f)
+        assert {"name": "dshm-2", "emptyDir": {"medium": "Memory"}} in patched["spec"]["volumes"]
+    ev = evaluate(obj)
+    fixed = jsonpatch.apply_patch(obj, [op.to_dict() for op in ev.patch(["gpu-shared-memory"])])
+    assert [v["name"] for v in fixed["spec"]["volumes"]] == ["dshm", "dshm-1", "dshm-2"]
+    for c in fixed["spec"]["containers"]:
+        assert {"name": "dshm-2", "mountPath": "/dev/shm"} in c["volumeMounts"]
+    assert findings(fixed, "gpu-shared-memory") == []
+
+
+def test_shared_memory_mount_of_missing_volume_is_reported_without_fix() -> None:
+    obj = pod(
+        container(resources=limits({"nvidia.com/gpu": 2}), volumeMounts=[{"name": "shm", "mountPath": "/dev/shm"}])
+    )
+    [f] = findings(obj, "gpu-shared-memory")
+    assert f.path == "/spec/containers/0/volumeMounts/0" and not f.fix
+
+
+def test_limit_and_mismatch_fixes_apply_one_finding_at_a_time() -> None:
+    obj = pod(
+        container(resources={"requests": {"nvidia.com/gpu": 2, "example.com/fpga": 1}}),
+        container("b", resources={"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 3}}),
+    )
+    got = [f for rule in ("gpu-limit-missing", "gpu-request-limit-mismatch") for f in findings(obj, rule)]
+    assert len(got) == 3
+    for f in got:
+        assert _apply(obj, f) != obj
+    ev = evaluate(obj)
+    fixed = jsonpatch.apply_patch(obj, [op.to_dict() for op in ev.patch(FIXABLE)])
+    assert fixed["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 2, "example.com/fpga": 1}
+    assert fixed["spec"]["containers"][1]["resources"]["requests"] == {"nvidia.com/gpu": 3}
+
+
+@pytest.mark.parametrize(
+    ("host_path", "flagged"),
+    [
+        ("/dev/nvidia0", True),
+        ("/dev/nvidiactl", True),
+        ("/dev/nvidia-caps/nvidia-cap1", True),
+        ("//dev/nvidia-uvm", True),
+        ("/dev/./nvidia1", True),
+        ("/dev/dri", True),
+        ("/dev/dri/renderD128", True),
+        ("/dev/driver", False),
+        ("/dev/shm", False),
+        ("/usr/local/nvidia", False),
+    ],
+)
+def test_device_hostpaths(host_path: str, flagged: bool) -> None:
+    obj = pod(
+        container(resources=limits({"nvidia.com/gpu": 1})),
+        volumes=[{"name": "dev", "hostPath": {"path": host_path}}],
+    )
+    paths = [f.path for f in findings(obj, "gpu-device-access-bypass")]
+    assert paths == (["/spec/volumes/0/hostPath/path"] if flagged else [])
+
+
+def test_device_env_on_gpu_container_is_allowed_but_not_on_its_sibling() -> None:
+    env = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+    obj = pod(container(resources=limits({"nvidia.com/gpu": 1}), env=env), container("sidecar", env=copy.deepcopy(env)))
+    [f] = findings(obj, "gpu-device-access-bypass")
+    assert f.path == "/spec/containers/1/env/0" and "'sidecar'" in f.message
+
+
+def test_dra_requests_of_one_claim_are_distinct_but_repeats_are_not() -> None:
+    claims = [{"name": "gpus", "request": "a"}, {"name": "gpus", "request": "b"}, {"name": "gpus", "request": "a"}]
+    obj = pod(
+        container(resources={"claims": claims}),
+        resourceClaims=[{"name": "gpus", "resourceClaimTemplateName": "two"}],
+    )
+    [f] = findings(obj, "gpu-dra-claim-reference")
+    assert f.path == "/spec/containers/0/resources/claims/2"
+    assert "'a'" in f.message
+
+
+def test_dra_lists_the_declared_claims() -> None:
+    obj = pod(
+        container(resources={"claims": [{"name": "gpu0"}]}),
+        resourceClaims=[{"name": "gpu", "resourceClaimName": "a"}, {"name": "nic", "resourceClaimName": "b"}],
+    )
+    [f] = findings(obj, "gpu-dra-claim-reference")
+    assert "declared: gpu, nic" in f.message
+
+
+def test_memory_limit_counts_only_gpu_containers() -> None:
+    obj = pod(container(resources=limits({"nvidia.com/gpu": 1})), container("cpu-only", resources=limits({"cpu": "1"})))
+    assert [f.path for f in findings(obj, "gpu-memory-limit-missing")] == ["/spec/containers/0/resources/limits"]
+
+
+def _corpus_docs() -> list[Any]:
+    if not CORPUS.exists():
+        pytest.skip("public corpus not present")
+    docs: list[Any] = []
+    for path in sorted((CORPUS / "real").iterdir()):
+        try:
+            docs.extend((path, d) for d in load_yaml_docs(path) if isinstance(d, dict))
+        except yaml.YAMLError:
+            continue
+    return docs
+
+
+def test_corpus_findings_are_well_formed_and_fixes_are_idempotent() -> None:
+    docs = _corpus_docs()
+    assert docs
+    seen: set[str] = set()
+    for path, doc in docs:
+        ev = evaluate(doc)
+        for f in ev.findings:
+            if f.rule in NO_FACTS_RULES:
+                seen.add(f.rule)
+                assert f.message and f.remediation, (path, f)
+                assert f.path.startswith("/"), (path, f)
+        ops = [op.to_dict() for op in ev.patch(FIXABLE)]
+        if not ops:
+            continue
+        fixed = jsonpatch.apply_patch(doc, ops)
+        assert evaluate(fixed).patch(FIXABLE) == [], Path(path).name
+    # The corpus has multi-GPU pods without /dev/shm and GPU containers without memory limits.
+    assert {"gpu-shared-memory", "gpu-memory-limit-missing"} <= seen

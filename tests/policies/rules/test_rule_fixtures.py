@@ -1,0 +1,120 @@
+"""Every rule against its fixtures in tests/fixtures/rules/<rule-id>/.
+
+Layout per rule:
+  bad.yaml     documents separated by `---`; each carries `# expect: <pointer> ...` comment lines
+               listing the JSON pointers this rule must report for that document (exactly those)
+               and optionally `# severity: <level>` (every finding of that document has it);
+  good.yaml    documents on which the rule reports nothing;
+  fixed.yaml   (fixable rules) the bad documents after the rule's fix, in the same order;
+  cluster.yaml (optional) facts to use instead of examples/cluster.yaml;
+  config.yaml  (optional) a gpuguard config (rule options).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import pytest
+import yaml
+
+from policies import ClusterFacts, evaluate, load_config
+from policies.config import Config
+from policies.registry import RULES
+from tests.support.paths import EXAMPLES, FIXTURES
+
+RULE_FIXTURES = FIXTURES / "rules"
+EXAMPLE_CLUSTER = EXAMPLES / "cluster.yaml"
+_SEPARATOR = re.compile(r"^---[ \t]*$", re.MULTILINE)
+
+
+def _chunks(path: Path) -> list[tuple[str, Any]]:
+    out = []
+    for chunk in _SEPARATOR.split(path.read_text()):
+        doc = yaml.safe_load(chunk)
+        if doc is not None:
+            out.append((chunk, doc))
+    return out
+
+
+def _expected(chunk: str) -> tuple[set[str], str | None]:
+    paths: set[str] = set()
+    severity = None
+    for line in chunk.splitlines():
+        m = re.match(r"^#\s*expect:\s*(.*)$", line)
+        if m:
+            paths.update(m.group(1).split())
+        m = re.match(r"^#\s*severity:\s*(\w+)", line)
+        if m:
+            severity = m.group(1)
+    return paths, severity
+
+
+def _setup(rule_dir: Path) -> tuple[Config, ClusterFacts]:
+    config = load_config(yaml.safe_load((rule_dir / "config.yaml").read_text())) if (
+        rule_dir / "config.yaml"
+    ).exists() else Config()
+    cluster = rule_dir / "cluster.yaml" if (rule_dir / "cluster.yaml").exists() else EXAMPLE_CLUSTER
+    facts = ClusterFacts.from_objects(list(yaml.safe_load_all(cluster.read_text())))
+    return config, facts
+
+
+def _cases(name: str) -> list[Any]:
+    cases = []
+    for rule_id in RULES:
+        path = RULE_FIXTURES / rule_id / name
+        if path.exists():
+            for i, (chunk, doc) in enumerate(_chunks(path)):
+                cases.append(pytest.param(rule_id, chunk, doc, id=f"{rule_id}-{name}-{i}"))
+    return cases
+
+
+@pytest.mark.parametrize("rule_id", list(RULES))
+def test_rule_has_fixtures(rule_id: str) -> None:
+    rule_dir = RULE_FIXTURES / rule_id
+    assert (rule_dir / "bad.yaml").exists(), f"{rule_id}: no bad.yaml"
+    assert (rule_dir / "good.yaml").exists(), f"{rule_id}: no good.yaml"
+    assert _chunks(rule_dir / "bad.yaml") and _chunks(rule_dir / "good.yaml")
+    if RULES[rule_id].FIXABLE:
+        assert (rule_dir / "fixed.yaml").exists(), f"{rule_id}: fixable rule without fixed.yaml"
+
+
+@pytest.mark.parametrize(("rule_id", "chunk", "doc"), _cases("bad.yaml"))
+def test_bad_fixture_reports_exactly(rule_id: str, chunk: str, doc: Any) -> None:
+    config, facts = _setup(RULE_FIXTURES / rule_id)
+    expected, severity = _expected(chunk)
+    assert expected, "bad fixture document without `# expect:` line"
+    findings = [f for f in evaluate(doc, config, facts).findings if f.rule == rule_id]
+    assert {f.path for f in findings} == expected
+    for f in findings:
+        assert f.message and f.remediation
+        if severity:
+            assert str(f.severity) == severity
+
+
+@pytest.mark.parametrize(("rule_id", "chunk", "doc"), _cases("good.yaml"))
+def test_good_fixture_is_clean(rule_id: str, chunk: str, doc: Any) -> None:
+    config, facts = _setup(RULE_FIXTURES / rule_id)
+    findings = [f for f in evaluate(doc, config, facts).findings if f.rule == rule_id]
+    assert findings == []
+
+
+def _fixable_rules() -> list[str]:
+    return [r for r, m in RULES.items() if m.FIXABLE and (RULE_FIXTURES / r / "fixed.yaml").exists()]
+
+
+@pytest.mark.parametrize("rule_id", _fixable_rules())
+def test_fix_matches_fixed_fixture_and_is_idempotent(rule_id: str) -> None:
+    rule_dir = RULE_FIXTURES / rule_id
+    config, facts = _setup(rule_dir)
+    bad = [doc for _, doc in _chunks(rule_dir / "bad.yaml")]
+    fixed = [doc for _, doc in _chunks(rule_dir / "fixed.yaml")]
+    assert len(bad) == len(fixed)
+    for before, after in zip(bad, fixed, strict=True):
+        ops = [op.to_dict() for op in evaluate(before, config, facts).patch([rule_id])]
+        patched = jsonpatch.apply_patch(before, ops)
+        assert patched == after
+        again = evaluate(patched, config, facts)
+        assert again.patch([rule_id]) == []

@@ -1,0 +1,121 @@
+"""Pod-spec extraction for every workload kind in policies.podspec.WORKLOADS."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from policies import pointer
+from policies.config import load_config
+from policies.podspec import WORKLOADS, extract
+from tests.support.paths import CORPUS, FIXTURES
+
+PODSPEC_FIXTURES = FIXTURES / "podspec"
+FILES = sorted(PODSPEC_FIXTURES.glob("*.yaml"))
+
+
+def _expected(path: Path) -> list[str]:
+    m = re.search(r"^# templates:(.*)$", path.read_text(), re.MULTILINE)
+    assert m, f"{path.name}: no '# templates:' header"
+    return m.group(1).split()
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_extracts_expected_templates(path: Path) -> None:
+    obj = yaml.safe_load(path.read_text())
+    templates = extract(obj)
+    assert [t.spec_pointer for t in templates] == _expected(path)
+    for t in templates:
+        assert pointer.resolve(obj, t.spec_pointer) is t.spec
+        for c in t.containers:
+            assert pointer.resolve(t.spec, pointer.join("", c.path)) is c.container
+
+
+def test_every_workload_kind_has_a_fixture() -> None:
+    covered = set()
+    for path in FILES:
+        obj = yaml.safe_load(path.read_text())
+        group = obj["apiVersion"].rpartition("/")[0]
+        covered.add((group, obj["kind"]))
+    missing = {(w.group, w.kind) for w in WORKLOADS} - covered
+    assert not missing
+
+
+def test_kserve_model_component_is_a_container() -> None:
+    obj = yaml.safe_load((PODSPEC_FIXTURES / "inferenceservice.yaml").read_text())
+    predictor = extract(obj)[0]
+    assert [(c.path, c.kind) for c in predictor.containers] == [(("model",), "component")]
+    assert predictor.containers[0].resource_map("limits") == {"nvidia.com/gpu": "1"}
+    assert predictor.metadata_pointer == "/metadata"
+
+
+def test_trainjob_resources_per_node() -> None:
+    obj = yaml.safe_load((PODSPEC_FIXTURES / "trainjob.yaml").read_text())
+    (trainer,) = extract(obj)
+    (c,) = trainer.containers
+    assert c.resources_path == ("resourcesPerNode",)
+    assert c.resource_map("limits") == {"nvidia.com/gpu": 2}
+    assert trainer.scheduling_known is False
+
+
+def test_katib_trial_spec_pointers_are_absolute() -> None:
+    obj = yaml.safe_load((PODSPEC_FIXTURES / "experiment.yaml").read_text())
+    (t,) = extract(obj)
+    assert t.metadata_pointer == "/spec/trialTemplate/trialSpec/spec/template/metadata"
+
+
+def test_volcano_job_is_not_a_batch_job() -> None:
+    obj = yaml.safe_load((PODSPEC_FIXTURES / "volcanojob.yaml").read_text())
+    assert [t.spec_pointer for t in extract(obj)] == ["/spec/tasks/0/template/spec", "/spec/tasks/1/template/spec"]
+    obj["apiVersion"] = "batch/v1"
+    assert extract(obj) == []
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [None, [], "text", {"kind": "Pod"}, {"apiVersion": "v1", "kind": "Pod", "spec": "x"},
+     {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"template": []}},
+     {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": ["x", None, 3]}}],
+)
+def test_malformed_objects_do_not_crash(obj: Any) -> None:
+    for t in extract(obj):
+        assert t.containers == ()
+
+
+def test_config_template_paths_extend_the_table() -> None:
+    config = load_config(
+        {"podTemplatePaths": [{"apiVersion": "example.com/v1", "kind": "Trainer", "template": "/spec/workers/*/template"}]}
+    )
+    obj = {
+        "apiVersion": "example.com/v1",
+        "kind": "Trainer",
+        "metadata": {"name": "t"},
+        "spec": {"workers": {"a": {"template": {"spec": {"containers": [{"name": "c"}]}}}}},
+    }
+    assert [t.spec_pointer for t in extract(obj, config.workload_index)] == ["/spec/workers/a/template/spec"]
+    assert extract(obj) == []
+
+
+def _corpus_docs() -> list[Any]:
+    real = CORPUS / "real"
+    if not real.is_dir():
+        return []
+    out = []
+    for path in sorted(real.iterdir()):
+        for i, doc in enumerate(yaml.safe_load_all(path.read_text())):
+            if isinstance(doc, dict) and (doc.get("apiVersion", "").rpartition("/")[0], doc.get("kind")) in {
+                (w.group, w.kind) for w in WORKLOADS
+            }:
+                out.append(pytest.param(doc, id=f"{path.name[:60]}-{i}"))
+    return out
+
+
+@pytest.mark.parametrize("doc", _corpus_docs())
+def test_corpus_workloads_yield_pod_specs_with_containers(doc: dict[str, Any]) -> None:
+    templates = extract(doc)
+    assert templates, "a known workload kind yielded no pod spec"
+    assert any(t.containers for t in templates)

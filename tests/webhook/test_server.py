@@ -1,0 +1,577 @@
+"""``gpuguard serve`` as a real subprocess over real TLS, spoken to as kube-apiserver does.
+
+Certificates come from ``certs.tls``; clients verify the CA.  Every wait polls with a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import json
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonpatch
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from certs.tls import Bundle, generate_bundle
+from policies import pointer
+from tests.support.paths import CORPUS, EXAMPLES, FIXTURES, ROOT
+
+ADMISSION = FIXTURES / "admission"
+SERVE = [sys.executable, "-m", "gpuguard.cli", "serve"]
+LOCAL_SANS = ["localhost", "127.0.0.1"]
+STARTUP_DEADLINE = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def load_review(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((ADMISSION / name).read_text())
+    return data
+
+
+def with_uid(review: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(review)
+    out["request"]["uid"] = str(uuid.uuid4())
+    return out
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen[bytes]
+    port: int
+    ca: Path
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"https://localhost:{self.port}"
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.url, verify=ssl_client_context(self.ca), timeout=10, **kwargs)
+
+    def log_text(self) -> str:
+        return self.log.read_text()
+
+
+def ssl_client_context(*cas: Path, cert: tuple[Path, Path] | None = None) -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    for ca in cas:
+        ctx.load_verify_locations(cafile=str(ca))
+    if cert is not None:
+        ctx.load_cert_chain(str(cert[0]), str(cert[1]))
+    return ctx
+
+
+def wait_until_healthy(server: Server, ctx: ssl.SSLContext | None = None) -> None:
+    deadline = time.monotonic() + STARTUP_DEADLINE
+    verify = ctx or ssl_client_context(server.ca)
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            raise AssertionError(f"server exited with {server.proc.returncode}:\n{server.log_text()}")
+        try:
+            if httpx.get(f"{server.url}/healthz", verify=verify, timeout=2).status_code == 200:
+                return
+        except (httpx.TransportError, ssl.SSLError) as exc:
+            last = exc
+        time.sleep(0.05)  # polling interval of a bounded wait, not synchronisation by sleeping
+    raise AssertionError(f"server not healthy within {STARTUP_DEADLINE}s ({last}):\n{server.log_text()}")
+
+
+def start_server(
+    tmp: Path,
+    bundle: Bundle,
+    *extra: str,
+    config: str | None = None,
+    health_ctx: ssl.SSLContext | None = None,
+) -> Server:
+    tmp.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    args = [*SERVE, "--tls-cert", str(bundle.tls_crt), "--tls-key", str(bundle.tls_key)]
+    args += ["--host", "127.0.0.1", "--port", str(port), *extra]
+    if config is not None:
+        cfg = tmp / "gpuguard.yaml"
+        cfg.write_text(config)
+        args += ["--config", str(cfg)]
+    log = tmp / "server.log"
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(args, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+    server = Server(proc, port, bundle.ca_crt, log)
+    try:
+        wait_until_healthy(server, health_ctx)
+    except BaseException:
+        stop_server(server)
+        raise
+    return server
+
+
+def stop_server(server: Server) -> None:
+    server.proc.terminate()
+    try:
+        server.proc.wait(15)
+    except subprocess.TimeoutExpired:
+        server.proc.kill()
+        server.proc.wait(5)
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
+    return generate_bundle("gpuguard", "gpuguard", tmp_path_factory.mktemp("certs"), extra_sans=LOCAL_SANS)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, bundle: Bundle) -> Iterator[Server]:
+    """Defaults plus ``mutate: [gpu-limit-missing]``, with the example cluster as facts."""
+    srv = start_server(
+        tmp_path_factory.mktemp("server"),
+        bundle,
+        "--cluster",
+        str(EXAMPLES / "cluster.yaml"),
+        config="mutate: [gpu-limit-missing]\n",
+    )
+    yield srv
+    stop_server(srv)
+
+
+@pytest.fixture(scope="module")
+def warn_server(tmp_path_factory: pytest.TempPathFactory, bundle: Bundle) -> Iterator[Server]:
+    """gpu-limit-missing downgraded to a warning; no cluster source."""
+    srv = start_server(
+        tmp_path_factory.mktemp("warn"), bundle, config="rules:\n  gpu-limit-missing: {severity: warning}\n"
+    )
+    yield srv
+    stop_server(srv)
+
+
+def call(client: httpx.Client, endpoint: str, review: dict[str, Any]) -> dict[str, Any]:
+    resp = client.post(f"/{endpoint}?timeout=10s", json=review)
+    assert resp.status_code == 200, resp.text
+    out: dict[str, Any] = resp.json()
+    # What kube-apiserver's VerifyAdmissionResponse checks:
+    assert out["apiVersion"] == "admission.k8s.io/v1" and out["kind"] == "AdmissionReview"
+    assert out["response"]["uid"] == review["request"]["uid"]
+    response: dict[str, Any] = out["response"]
+    if endpoint == "validate":
+        assert "patch" not in response and "patchType" not in response
+    else:
+        assert ("patch" in response) == ("patchType" in response)
+    return response
+
+
+def decoded_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
+    assert response["patchType"] == "JSONPatch"
+    ops: list[dict[str, Any]] = json.loads(base64.b64decode(response["patch"]))
+    return ops
+
+
+# --- verdicts --------------------------------------------------------------------------------
+
+DENIED = [
+    "pod-gpu-request-without-limit.json",
+    "pod-gpu-request-no-limits-map.json",
+    "pod-gpu-request-without-limit-dry-run.json",
+    "deployment-gpu-request-without-limit.json",
+    "pytorchjob-gpu-request-without-limit.json",
+]
+ALLOWED = ["pod-gpu-with-limit.json", "pod-cpu-only.json", "pod-delete.json"]
+
+
+@pytest.mark.parametrize("name", DENIED)
+def test_validate_denies_gpu_request_without_limit(server: Server, name: str) -> None:
+    review = load_review(name)
+    with server.client() as client:
+        response = call(client, "validate", review)
+    assert response["allowed"] is False
+    status = response["status"]
+    assert status["code"] == 403 and status["status"] == "Failure" and status["reason"] == "Forbidden"
+    # Every container that requests a GPU without a limit is named by rule, dotted path and fix.
+    obj = review["request"]["object"]
+    expected = 0
+    for path in _gpu_request_paths(obj):
+        assert f"[gpu-limit-missing] {pointer.to_dotted(path)}:" in status["message"]
+        expected += 1
+    assert expected > 0 and status["message"].count("(fix: ") >= expected
+    for warning in response.get("warnings", []):
+        assert len(warning) <= 120
+
+
+def _gpu_request_paths(obj: Any, base: str = "") -> Iterator[str]:
+    """Pointers to every ``resources.requests.nvidia.com/gpu`` that has no matching limit."""
+    if isinstance(obj, dict):
+        res = obj.get("resources")
+        if (
+            isinstance(res, dict)
+            and "nvidia.com/gpu" in (res.get("requests") or {})
+            and "nvidia.com/gpu" not in (res.get("limits") or {})
+        ):
+            yield pointer.join(base, ("resources", "requests", "nvidia.com/gpu"))
+        for key, value in obj.items():
+            yield from _gpu_request_paths(value, pointer.join(base, (key,)))
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            yield from _gpu_request_paths(value, pointer.join(base, (i,)))
+
+
+@pytest.mark.parametrize("name", ALLOWED)
+@pytest.mark.parametrize("endpoint", ["validate", "mutate"])
+def test_allowed_reviews(server: Server, name: str, endpoint: str) -> None:
+    with server.client() as client:
+        response = call(client, endpoint, load_review(name))
+    assert response["allowed"] is True
+    assert "status" not in response and "patch" not in response
+
+
+def test_delete_of_a_bad_pod_is_allowed_without_patch(server: Server) -> None:
+    review = load_review("pod-delete.json")
+    assert review["request"]["oldObject"]["spec"]["containers"][0]["resources"]["requests"]
+    with server.client() as client:
+        for endpoint in ("validate", "mutate"):
+            response = call(client, endpoint, review)
+            assert response == {"uid": review["request"]["uid"], "allowed": True}
+
+
+@pytest.mark.parametrize("name", DENIED)
+def test_mutate_patches_then_second_pass_is_empty(server: Server, name: str) -> None:
+    review = load_review(name)
+    with server.client() as client:
+        response = call(client, "mutate", review)
+        assert response["allowed"] is True
+        ops = decoded_patch(response)
+        assert ops and all(op["op"] == "add" and "/resources/limits" in op["path"] for op in ops)
+        patched = jsonpatch.apply_patch(review["request"]["object"], ops)
+        assert list(_gpu_request_paths(patched)) == []
+        again = with_uid(review)
+        again["request"]["object"] = patched
+        second = call(client, "mutate", again)
+        assert second["allowed"] is True and "patch" not in second
+        verdict = call(client, "validate", again)
+    assert verdict["allowed"] is True
+
+
+def test_dry_run_gets_the_same_verdict_and_patch(server: Server) -> None:
+    review = load_review("pod-gpu-request-without-limit.json")
+    dry = with_uid(review)
+    dry["request"]["dryRun"] = True
+    with server.client() as client:
+        for endpoint in ("validate", "mutate"):
+            wet_answer, dry_answer = call(client, endpoint, review), call(client, endpoint, dry)
+            assert dry_answer["uid"] == dry["request"]["uid"]
+            wet_answer.pop("uid")
+            dry_answer.pop("uid")
+            assert dry_answer == wet_answer
+
+
+def test_warning_level_findings_become_short_warnings(warn_server: Server) -> None:
+    review = load_review("pod-gpu-request-without-limit.json")
+    with warn_server.client() as client:
+        response = call(client, "validate", review)
+    assert response["allowed"] is True
+    warnings = response["warnings"]
+    assert any(w.startswith("gpu-limit-missing") for w in warnings)
+    assert all(0 < len(w) <= 120 for w in warnings)
+
+
+def test_no_cluster_source_is_said_in_the_first_log_line(warn_server: Server, server: Server) -> None:
+    first = warn_server.log_text().splitlines()[0]
+    assert "without cluster facts" in first
+    assert "snapshot" in server.log_text().splitlines()[0]
+    with warn_server.client() as client:
+        ready = client.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["nodes"] == 0
+
+
+# --- bad input ---------------------------------------------------------------------------------
+
+def _bad_bodies() -> dict[str, bytes]:
+    review = load_review("pod-gpu-request-without-limit.json")
+    bodies = {
+        "malformed json": b'{"apiVersion": "admission.k8s.io/v1", ',
+        "no request": json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}).encode(),
+        "v1beta1": json.dumps({**review, "apiVersion": "admission.k8s.io/v1beta1"}).encode(),
+        "wrong kind": json.dumps({**review, "kind": "Pod"}).encode(),
+        "object is a list": json.dumps({**review, "request": {**review["request"], "object": []}}).encode(),
+    }
+    corpus = CORPUS / "admission-reviews"
+    if corpus.is_dir():
+        bodies["corpus bare AdmissionRequest"] = (
+            corpus / "kubewarden__container-resources-policy__test_data__pod_within_range.json"
+        ).read_bytes()
+        bodies["corpus v1beta1 yaml"] = (
+            corpus / "open-policy-agent__gatekeeper-library__library__pod-security-policy__"
+            "privileged-containers__samples__psp-privileged-container__update.yaml"
+        ).read_bytes()
+    return bodies
+
+
+BAD = _bad_bodies()
+
+
+@pytest.mark.parametrize("body", BAD.values(), ids=BAD.keys())
+@pytest.mark.parametrize("endpoint", ["validate", "mutate"])
+def test_bad_input_is_400_with_a_json_reason(server: Server, endpoint: str, body: bytes) -> None:
+    with server.client() as client:
+        resp = client.post(f"/{endpoint}", content=body, headers={"content-type": "application/json"})
+    assert resp.status_code == 400
+    assert resp.headers["content-type"] == "application/json"
+    assert resp.json()["reason"]
+
+
+def test_oversized_bodies_are_413_by_length_and_while_streaming(server: Server) -> None:
+    big = b"x" * (14 * 1024 * 1024)
+    with server.client() as client:
+        by_length = client.post("/validate", content=big)
+        assert by_length.status_code == 413 and "exceeds" in by_length.json()["reason"]
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: chunked transfer encoding
+            for _ in range(14):
+                yield b"y" * (1024 * 1024)
+
+        streamed = client.post("/validate", content=chunks())
+        assert streamed.status_code == 413
+        assert "content-length" not in {k.lower() for k in streamed.request.headers}
+        # The connection and the server are still fine.
+        assert call(client, "validate", load_review("pod-gpu-with-limit.json"))["allowed"] is True
+
+
+def test_wrong_method_and_unknown_path(server: Server) -> None:
+    with server.client() as client:
+        assert client.get("/validate").status_code == 405
+        assert client.post("/nope", content=b"{}").status_code == 404
+
+
+def test_metrics_and_readiness(server: Server) -> None:
+    with server.client() as client:
+        call(client, "validate", with_uid(load_review("pod-gpu-request-without-limit.json")))
+        ready = client.get("/readyz")
+        text = client.get("/metrics").text
+    assert ready.status_code == 200 and ready.json()["nodes"] == 7
+    assert 'gpuguard_findings_total{rule="gpu-limit-missing",severity="error"}' in text
+    assert 'gpuguard_admission_reviews_total{endpoint="validate",kind="Pod",operation="CREATE",allowed="false"}' in text
+    assert "gpuguard_admission_review_duration_seconds_bucket" in text
+    assert "gpuguard_cluster_facts_age_seconds" in text and "gpuguard_cluster_facts_ready 1" in text
+
+
+# --- load ------------------------------------------------------------------------------------
+
+def test_concurrent_load_all_answers_correct(server: Server) -> None:
+    templates = [(load_review(n), False) for n in DENIED[:2]] + [(load_review(n), True) for n in ALLOWED[:2]]
+    jobs = [(with_uid(templates[i % len(templates)][0]), templates[i % len(templates)][1]) for i in range(200)]
+
+    async def run() -> list[tuple[str, bool, dict[str, Any]]]:
+        limits = httpx.Limits(max_connections=16, max_keepalive_connections=16)
+        async with httpx.AsyncClient(
+            base_url=server.url, verify=ssl_client_context(server.ca), limits=limits, timeout=30
+        ) as client:
+            gate = asyncio.Semaphore(16)
+
+            async def one(review: dict[str, Any], allowed: bool) -> tuple[str, bool, dict[str, Any]]:
+                async with gate:
+                    resp = await client.post("/validate?timeout=10s", json=review)
+                assert resp.status_code == 200
+                return review["request"]["uid"], allowed, resp.json()["response"]
+
+            return await asyncio.gather(*(one(r, a) for r, a in jobs))
+
+    results = asyncio.run(run())
+    assert len(results) == 200
+    for uid, allowed, response in results:
+        assert response["uid"] == uid
+        assert response["allowed"] is allowed
+
+
+# --- certificate rotation ----------------------------------------------------------------------
+
+def _served_leaf_der(port: int) -> bytes:
+    pem = ssl.get_server_certificate(("127.0.0.1", port), timeout=5)
+    return ssl.PEM_cert_to_DER_cert(pem)
+
+
+def _leaf_der(path: Path) -> bytes:
+    return x509.load_pem_x509_certificates(path.read_bytes())[0].public_bytes(serialization.Encoding.DER)
+
+
+def _secret_volume(root: Path, version: str, source: Bundle) -> None:
+    """Lay out (or update) files as the kubelet's atomic writer does: ..data → ..<version>."""
+    data_dir = root / f"..{version}"
+    data_dir.mkdir()
+    for name, src in (("tls.crt", source.tls_crt), ("tls.key", source.tls_key), ("ca.crt", source.ca_crt)):
+        (data_dir / name).write_bytes(src.read_bytes())
+    tmp_link = root / "..data_tmp"
+    tmp_link.symlink_to(data_dir.name)
+    os.replace(tmp_link, root / "..data")  # atomic swap
+    for name in ("tls.crt", "tls.key", "ca.crt"):
+        link = root / name
+        if not link.is_symlink():
+            link.symlink_to(f"..data/{name}")
+
+
+def test_rotated_certificate_is_served_without_restart_or_failed_requests(tmp_path: Path) -> None:
+    old = generate_bundle("gpuguard", "gpuguard", tmp_path / "old", extra_sans=LOCAL_SANS)
+    new = generate_bundle("gpuguard", "gpuguard", tmp_path / "new", extra_sans=LOCAL_SANS)  # a new CA too
+    volume = tmp_path / "secret"
+    volume.mkdir()
+    _secret_volume(volume, "2026_01_01", old)
+    mounted = Bundle(volume / "ca.crt", volume / "tls.crt", volume / "tls.key")
+    srv = start_server(tmp_path / "srv", mounted, "--tls-reload-interval", "0.2")
+    both_cas = ssl_client_context(old.ca_crt, new.ca_crt)
+    review = load_review("pod-gpu-request-without-limit.json")
+    failures: list[str] = []
+    answered = 0
+    stop = threading.Event()
+
+    def traffic() -> None:
+        nonlocal answered
+        with httpx.Client(base_url=srv.url, verify=both_cas, timeout=10) as keep_alive:
+            while not stop.is_set():
+                for client in (keep_alive, httpx.Client(base_url=srv.url, verify=both_cas, timeout=10)):
+                    try:
+                        resp = client.post("/validate", json=with_uid(review))
+                        if resp.status_code != 200 or resp.json()["response"]["allowed"] is not False:
+                            failures.append(f"{resp.status_code} {resp.text[:200]}")
+                        answered += 1
+                    except httpx.HTTPError as exc:
+                        failures.append(repr(exc))
+                    finally:
+                        if client is not keep_alive:
+                            client.close()
+
+    worker = threading.Thread(target=traffic)
+    worker.start()
+    try:
+        assert _served_leaf_der(srv.port) == _leaf_der(old.tls_crt)
+        before = answered
+        _secret_volume(volume, "2026_02_01", new)
+        deadline = time.monotonic() + 15
+        while _served_leaf_der(srv.port) != _leaf_der(new.tls_crt):
+            assert time.monotonic() < deadline, f"new certificate not served within 15s:\n{srv.log_text()}"
+            assert srv.proc.poll() is None
+        # Traffic kept flowing across the swap.
+        deadline = time.monotonic() + 15
+        while answered < before + 20:
+            assert time.monotonic() < deadline, "requests stalled after rotation"
+            time.sleep(0.01)  # bounded polling interval
+    finally:
+        stop.set()
+        worker.join(30)
+    try:
+        assert failures == []
+        with httpx.Client(base_url=srv.url, verify=ssl_client_context(new.ca_crt), timeout=10) as client:
+            assert client.get("/healthz").status_code == 200
+        with pytest.raises(httpx.ConnectError), httpx.Client(
+            base_url=srv.url, verify=ssl_client_context(old.ca_crt), timeout=10
+        ) as client:
+            client.get("/healthz")
+        assert srv.proc.poll() is None
+        assert "reloaded the serving certificate" in srv.log_text()
+    finally:
+        stop_server(srv)
+
+
+def test_invalid_rotation_keeps_the_old_certificate(tmp_path: Path) -> None:
+    old = generate_bundle("gpuguard", "gpuguard", tmp_path / "old", extra_sans=LOCAL_SANS)
+    other = generate_bundle("gpuguard", "gpuguard", tmp_path / "other", extra_sans=LOCAL_SANS)
+    volume = tmp_path / "secret"
+    volume.mkdir()
+    _secret_volume(volume, "v1", old)
+    srv = start_server(tmp_path / "srv", Bundle(volume / "ca.crt", volume / "tls.crt", volume / "tls.key"),
+                       "--tls-reload-interval", "0.2")
+    try:
+        mismatched = Bundle(other.ca_crt, other.tls_crt, old.tls_key)  # key of a different cert
+        _secret_volume(volume, "v2", mismatched)
+        deadline = time.monotonic() + 15
+        while "not reloading the serving certificate" not in srv.log_text():
+            assert time.monotonic() < deadline, srv.log_text()
+            time.sleep(0.05)  # bounded polling interval
+        assert _served_leaf_der(srv.port) == _leaf_der(old.tls_crt)
+        with httpx.Client(base_url=srv.url, verify=ssl_client_context(old.ca_crt), timeout=10) as client:
+            assert client.get("/healthz").status_code == 200
+            assert 'gpuguard_tls_certificate_reloads_total{result="invalid"} 1' in client.get("/metrics").text
+    finally:
+        stop_server(srv)
+
+
+# --- client certificates -----------------------------------------------------------------------
+
+def _client_cert(ca_crt: Path, ca_key: Path, out: Path) -> tuple[Path, Path]:
+    ca = x509.load_pem_x509_certificate(ca_crt.read_bytes())
+    ca_private = serialization.load_pem_private_key(ca_key.read_bytes(), password=None)
+    assert isinstance(ca_private, ec.EllipticCurvePrivateKey)
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = time.time()
+    import datetime as dt
+
+    start = dt.datetime.fromtimestamp(now - 300, dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + dt.timedelta(days=1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_private, hashes.SHA256())
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "client.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (out / "client.key").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return out / "client.crt", out / "client.key"
+
+
+def test_client_ca_requires_a_client_certificate(tmp_path: Path, bundle: Bundle) -> None:
+    client_ca = generate_bundle("clients", "gpuguard", tmp_path / "client-ca")
+    ca_key = client_ca.ca_crt.parent / "ca.key"
+    pair = _client_cert(client_ca.ca_crt, ca_key, tmp_path / "client")
+    with_cert = ssl_client_context(bundle.ca_crt, cert=pair)
+    srv = start_server(tmp_path / "srv", bundle, "--client-ca", str(client_ca.ca_crt), health_ctx=with_cert)
+    try:
+        with httpx.Client(base_url=srv.url, verify=with_cert, timeout=10) as client:
+            assert call(client, "validate", load_review("pod-gpu-with-limit.json"))["allowed"] is True
+        with pytest.raises((httpx.TransportError, ssl.SSLError)), httpx.Client(
+            base_url=srv.url, verify=ssl_client_context(bundle.ca_crt), timeout=10
+        ) as client:
+            client.get("/healthz")
+    finally:
+        stop_server(srv)
+
+
+def test_workers_share_the_port(tmp_path: Path, bundle: Bundle) -> None:
+    srv = start_server(tmp_path / "srv", bundle, "--workers", "2")
+    try:
+        with srv.client() as client:
+            for _ in range(4):
+                assert call(client, "validate", with_uid(load_review("pod-gpu-with-limit.json")))["allowed"] is True
+        deadline = time.monotonic() + STARTUP_DEADLINE
+        while srv.log_text().count("Started server process") < 2:
+            assert time.monotonic() < deadline, srv.log_text()
+            time.sleep(0.05)  # bounded polling interval
+    finally:
+        stop_server(srv)
+    assert srv.proc.returncode == 0
+    assert srv.log_text().count("Finished server process") == 2
+
