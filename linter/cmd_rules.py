@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from policies.rule import RuleModule
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -13,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
 
 
-def _entry(module: ModuleType) -> dict[str, Any]:
+def _entry(module: RuleModule) -> dict[str, Any]:
     from policies.rule import rule_doc
 
     return {
@@ -30,7 +32,7 @@ def _entry(module: ModuleType) -> dict[str, Any]:
     }
 
 
-def _catalogue(rules: dict[str, ModuleType]) -> str:
+def _catalogue(rules: dict[str, RuleModule]) -> str:
     rows = [("ID", "SEVERITY", "FACTS", "FIX", "SUMMARY")]
     for rule_id, module in rules.items():
         fixable = "yes" if module.FIXABLE else "no"
@@ -43,7 +45,7 @@ def _catalogue(rules: dict[str, ModuleType]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _detail(module: ModuleType) -> str:
+def _detail(module: RuleModule) -> str:
     e = _entry(module)
     out = [
         e["id"],

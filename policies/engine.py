@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,11 +9,13 @@ from typing import Any
 from policies import pointer
 from policies.config import Config, RuleSettings
 from policies.facts import ClusterFacts
+from policies.memo import TemplateAnalysis, rule_results_key
 from policies.patching import apply_patch, combine
 from policies.podspec import PodTemplate, extract
 from policies.registry import RULES
 from policies.rule import RuleContext
 from policies.shapes import as_dict, as_list
+from policies.signals import DEVICE_ENV_NAMES, is_device_host_path
 from policies.types import Finding, PatchOp, RelOp, Severity, Violation
 
 IGNORE_ANNOTATION = "gpuguard.io/ignore"
@@ -29,16 +30,12 @@ class Evaluation:
     config: Config = field(default_factory=Config)
     facts: ClusterFacts = field(default_factory=ClusterFacts.empty)
     findings: list[Finding] = field(default_factory=list)
-    templates: int = 0
     skipped_rules: tuple[str, ...] = ()  # rules that need facts, skipped for lack of them
     exempt: bool = False
     gpu_related: bool = False
 
     def blocking(self) -> list[Finding]:
         return [f for f in self.findings if f.severity is Severity.ERROR]
-
-    def at_least(self, severity: Severity) -> list[Finding]:
-        return [f for f in self.findings if f.severity >= severity]
 
     def patch(self, rule_ids: Iterable[str] | None = None) -> list[PatchOp]:
         """The fixes of the given rules (all fixable ones when None), combined to apply cleanly.
@@ -95,13 +92,13 @@ def _names_gpu(resources: dict[str, Any], is_gpu: Callable[[str], bool]) -> bool
 
 
 def is_gpu_related(pod: PodTemplate, config: Config) -> bool:
-    """Cheap pre-filter: GPU resources, DRA claims, or NVIDIA device env/hostPaths."""
+    """Cheap pre-filter: GPU resources, DRA claims, or GPU access signals (policies.signals)."""
     is_gpu = config.is_gpu
     for c in pod.containers:
         if _names_gpu(c.resources, is_gpu) or c.resources.get("claims"):
             return True
         for env in as_list(c.container.get("env")):
-            if isinstance(env, dict) and str(env.get("name", "")).startswith("NVIDIA_"):
+            if isinstance(env, dict) and env.get("name") in DEVICE_ENV_NAMES:
                 return True
     spec = pod.spec
     if spec.get("resourceClaims"):
@@ -109,10 +106,9 @@ def is_gpu_related(pod: PodTemplate, config: Config) -> bool:
     if _names_gpu(as_dict(spec.get("resources")), is_gpu):
         return True
     for vol in as_list(spec.get("volumes")):
-        if isinstance(vol, dict) and isinstance(vol.get("hostPath"), dict):
-            path = posixpath.normpath("/" + str(vol["hostPath"].get("path", "")).lstrip("/"))
-            if path.startswith(("/dev/nvidia", "/dev/dri")):
-                return True
+        host = as_dict(vol.get("hostPath")) if isinstance(vol, dict) else {}
+        if isinstance(host.get("path"), str) and is_device_host_path(host["path"]):
+            return True
     return False
 
 
@@ -121,26 +117,22 @@ def evaluate(obj: dict[str, Any], config: Config | None = None, facts: ClusterFa
     facts = facts or ClusterFacts.empty()
     has_facts = not facts.is_empty
     ev = Evaluation(obj=obj, config=config, facts=facts)
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    assert isinstance(meta, dict)
+    meta = as_dict(obj.get("metadata"))
     namespace = str(meta.get("namespace") or "")
     name = str(meta.get("name") or meta.get("generateName") or "")
     kind = str(obj.get("kind") or "")
     if namespace and namespace in config.exempt_namespaces:
         ev.exempt = True
         return ev
-    templates = extract(obj, config.workload_index)
-    ev.templates = len(templates)
     skipped: set[str] = set()
-    cache: dict[str, Any] = {}
-    for pod in templates:
+    for pod in extract(obj, config.workload_index):
         if not is_gpu_related(pod, config):
             continue
         ev.gpu_related = True
         ignored = _ignored(obj, pod)
         if "all" in ignored:
             continue
-        violations, pod_skipped = _check_memoised(obj, meta, pod, config, facts, has_facts, ignored, cache)
+        violations, pod_skipped = _check_memoised(obj, meta, pod, config, facts, has_facts, ignored)
         skipped.update(pod_skipped)
         for rule_id, v in violations:
             module = RULES[rule_id]
@@ -162,7 +154,6 @@ def _check_memoised(
     facts: ClusterFacts,
     has_facts: bool,
     ignored: set[str],
-    cache: dict[str, Any],
 ) -> RuleResults:
     """Run the rules on one pod template, memoised per facts snapshot and config.
 
@@ -173,19 +164,9 @@ def _check_memoised(
     """
     spec_text = repr(pod.spec)
     if len(spec_text) > _MEMO_MAX_SPEC:
-        return _check(obj, pod, config, facts, has_facts, ignored, cache)
-    key = (
-        "rules",
-        id(config),
-        pod.spec_pointer,
-        pod.shape,
-        pod.scheduling_known,
-        spec_text,
-        repr(pod.metadata.get("annotations")),
-        repr(meta.get("annotations")),
-        frozenset(ignored),
-    )
-    return facts.memoised(key, lambda: _check(obj, pod, config, facts, has_facts, ignored, cache), owner=config)
+        return _check(obj, pod, config, facts, has_facts, ignored)
+    key = rule_results_key(config, pod, spec_text, meta.get("annotations"), ignored)
+    return facts.memoised(key, lambda: _check(obj, pod, config, facts, has_facts, ignored), owner=config)
 
 
 def _check(
@@ -195,11 +176,13 @@ def _check(
     facts: ClusterFacts,
     has_facts: bool,
     ignored: set[str],
-    cache: dict[str, Any],
 ) -> RuleResults:
     found: list[tuple[str, Violation]] = []
     skipped: set[str] = set()
-    ctx = RuleContext(obj=obj, pod=pod, facts=facts, has_facts=has_facts, options={}, is_gpu=config.is_gpu, cache=cache)
+    analysis = TemplateAnalysis(pod, facts, config.is_gpu)
+    ctx = RuleContext(
+        obj=obj, pod=pod, facts=facts, has_facts=has_facts, options={}, is_gpu=config.is_gpu, analysis=analysis
+    )
     for rule_id, module in RULES.items():
         settings = config.settings(rule_id)
         if settings.severity is None or rule_id in ignored:
@@ -207,7 +190,7 @@ def _check(
         if module.NEEDS_FACTS == "yes" and not has_facts:
             skipped.add(rule_id)
             continue
-        if not pod.scheduling_known and getattr(module, "NEEDS_SCHEDULING", module.NEEDS_FACTS == "yes"):
+        if not pod.scheduling_known and module.NEEDS_SCHEDULING:
             # Operator-built pods (TrainJob, NIMService): their selectors/tolerations are unknown.
             continue
         ctx.options = settings.options

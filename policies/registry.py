@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from types import ModuleType
-
+from policies.rule import RuleModule
 from policies.rules import (
     gpu_cuda_driver_mismatch,
     gpu_device_access_bypass,
@@ -22,7 +21,7 @@ from policies.rules import (
     gpu_whole_number,
 )
 
-RULES: dict[str, ModuleType] = {
+RULES: dict[str, RuleModule] = {
     gpu_limit_missing.ID: gpu_limit_missing,
     gpu_request_limit_mismatch.ID: gpu_request_limit_mismatch,
     gpu_whole_number.ID: gpu_whole_number,

@@ -1,19 +1,27 @@
-"""What a rule module provides and what it receives."""
+"""The rule contract: what a rule module provides (``RuleModule``) and what it receives (``RuleContext``).
+
+Every module under ``policies/rules/`` is checked against ``RuleModule`` by mypy through the typed
+registry (``policies.registry.RULES``), so a missing constant or a misspelt ``NEEDS_FACTS`` value
+is a type error, not a runtime surprise.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from policies.facts import ClusterFacts
-from policies.podresources import pod_requests
+from policies.memo import TemplateAnalysis
 from policies.podspec import PodTemplate
-from policies.resources import is_gpu_share_resource
-from policies.scheduling import Diagnosis, diagnosis_cached
+from policies.scheduling import Diagnosis, GroupVerdict
 from policies.types import Severity, Violation
+
+# "no": judged on the object alone; "yes": skipped (with a note) without cluster facts;
+# "partly": runs without facts and checks more with them.
+NeedsFacts = Literal["no", "yes", "partly"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,42 +56,45 @@ class Option:
 
 @dataclass(slots=True)
 class RuleContext:
+    """What a rule sees: the object, one of its pod templates, the facts and its own options."""
+
     obj: dict[str, Any]
     pod: PodTemplate
     facts: ClusterFacts
     has_facts: bool
     options: Mapping[str, Any]
     is_gpu: Callable[[str], bool]
-    cache: dict[str, Any] = field(default_factory=dict)
-
-    def diagnosis(self) -> Diagnosis | None:
-        """The scheduling diagnosis of a GPU pod against the facts; None without either."""
-        requests = self.gpu_requests()
-        if not requests or not self.facts.nodes:
-            return None
-        return diagnosis_cached(self.cache, self.pod, requests, self.facts, self.is_gpu)
+    analysis: TemplateAnalysis
 
     def gpu_requests(self) -> dict[str, Fraction]:
         """Effective pod requests of GPU devices (quota-like share resources excluded)."""
-        key = "gpu_requests:" + self.pod.spec_pointer
-        if key not in self.cache:
-            is_gpu = self.is_gpu
-            self.cache[key] = pod_requests(self.pod, lambda n: is_gpu(n) and not is_gpu_share_resource(n))
-        result: dict[str, Fraction] = self.cache[key]
-        return result
+        return self.analysis.gpu_requests()
+
+    def verdicts(self) -> list[GroupVerdict]:
+        """The scheduler model's verdict for each node group (read-only)."""
+        return self.analysis.verdicts()
+
+    def diagnosis(self) -> Diagnosis | None:
+        """The scheduling diagnosis of a GPU pod against the facts; None without either."""
+        return self.analysis.diagnosis()
 
 
 class RuleModule(Protocol):
+    """A module under ``policies/rules/``; its docstring documents it with failing and passing examples."""
+
     ID: str
     DEFAULT_SEVERITY: Severity
-    NEEDS_FACTS: str  # "no" | "yes" | "partly"
-    REMEDIATION: str
-    SUMMARY: str
-    OPTIONS: tuple[Option, ...]
+    NEEDS_FACTS: NeedsFacts
+    # False: the rule needs no scheduling fields (nodeSelector, tolerations…), so it also judges
+    # components whose pod an operator builds (TrainJob trainer, NIMService).
+    NEEDS_SCHEDULING: bool
     FIXABLE: bool
+    SUMMARY: str
+    REMEDIATION: str
+    OPTIONS: tuple[Option, ...]
 
     def check(self, ctx: RuleContext) -> Iterable[Violation]: ...
 
 
-def rule_doc(module: ModuleType) -> str:
+def rule_doc(module: RuleModule | ModuleType) -> str:
     return (module.__doc__ or "").strip()

@@ -329,53 +329,6 @@ def analyse(
     return verdicts
 
 
-def analysis_cached(
-    cache: dict[str, Any],
-    pod: PodTemplate,
-    requests: Mapping[str, Fraction],
-    facts: ClusterFacts,
-) -> list[GroupVerdict]:
-    key = "scheduling:" + pod.spec_pointer
-    if key not in cache:
-        cache[key] = _analysis_memo(pod, requests, facts, cache)
-    result: list[GroupVerdict] = cache[key]
-    return result
-
-
-def _constraints_key(pod: PodTemplate, requests: Mapping[str, Fraction], cache: dict[str, Any]) -> tuple[Any, ...]:
-    """Everything ``analyse`` reads from a pod, as a hashable key (computed once per evaluation)."""
-    slot = "constraints:" + pod.spec_pointer
-    found: tuple[Any, ...] | None = cache.get(slot)
-    if found is None:
-        found = cache[slot] = _constraints_key_of(pod, requests)
-    return found
-
-
-def _constraints_key_of(pod: PodTemplate, requests: Mapping[str, Fraction]) -> tuple[Any, ...]:
-    spec = pod.spec
-    affinity = spec.get("affinity")
-    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
-    return (
-        repr(spec.get("nodeSelector")),
-        repr(node_affinity),
-        repr(spec.get("tolerations")),
-        repr(spec.get("runtimeClassName")),
-        tuple(sorted(requests.items())),
-    )
-
-
-def _analysis_memo(
-    pod: PodTemplate, requests: Mapping[str, Fraction], facts: ClusterFacts, cache: dict[str, Any]
-) -> list[GroupVerdict]:
-    """``analyse`` memoised per facts snapshot on the fields it reads.
-
-    Pods of one workload (and of one team) share their scheduling constraints, so the webhook
-    analyses each distinct set once per snapshot; verdicts are treated as read-only by rules.
-    """
-    key = ("analyse", *_constraints_key(pod, requests, cache))
-    return facts.memoised(key, lambda: analyse(pod, requests, facts))
-
-
 @dataclass(frozen=True, slots=True)
 class UnknownResource:
     """A requested GPU resource no usable node advertises.
@@ -473,27 +426,6 @@ def diagnose(
         if quantity > largest:
             too_large[name] = largest
     return Diagnosis(requests=requests, verdicts=verdicts, unknown=unknown, too_large=too_large)
-
-
-def diagnosis_cached(
-    cache: dict[str, Any],
-    pod: PodTemplate,
-    requests: Mapping[str, Fraction],
-    facts: ClusterFacts,
-    is_gpu: Callable[[str], bool],
-) -> Diagnosis:
-    key = "diagnosis:" + pod.spec_pointer
-    if key not in cache:
-        # Memoised per snapshot like the analysis; ``is_gpu`` is part of the key by identity
-        # (one config's predicate object lives as long as the config).
-        memo_key = ("diagnose", id(is_gpu), *_constraints_key(pod, requests, cache))
-        cache[key] = facts.memoised(
-            memo_key,
-            lambda: diagnose(pod, requests, facts, is_gpu, analysis_cached(cache, pod, requests, facts)),
-            owner=is_gpu,
-        )
-    result: Diagnosis = cache[key]
-    return result
 
 
 def request_sites(pod: PodTemplate, name: str) -> list[tuple[ContainerRef, RelPath, Fraction]]:

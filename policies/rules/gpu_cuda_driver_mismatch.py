@@ -48,15 +48,16 @@ from policies.cuda.compat import Mode, Requirement, classify, native_cuda_text, 
 from policies.cuda.resolve import parse_image_rules, resolve
 from policies.cuda.versions import Version, format_driver, major_minor, parse_version
 from policies.facts import LABEL_DRIVER_FULL, LABEL_DRIVER_NEW, LABEL_DRIVER_OLD, LABEL_PRODUCT, ClusterFacts
-from policies.podresources import container_requests
 from policies.podspec import ContainerRef
-from policies.rule import Option, RuleContext
-from policies.scheduling import GroupVerdict, analysis_cached, term_matches
+from policies.rule import NeedsFacts, Option, RuleContext
+from policies.rulekit import runnable_containers, uses_gpu
+from policies.scheduling import GroupVerdict, term_matches
 from policies.types import RelOp, Severity, Violation
 
 ID = "gpu-cuda-driver-mismatch"
 DEFAULT_SEVERITY = Severity.ERROR
-NEEDS_FACTS = "yes"
+NEEDS_FACTS: NeedsFacts = "yes"
+NEEDS_SCHEDULING: bool = True
 FIXABLE = True
 SUMMARY = "An image's CUDA version needs a newer driver than the nodes it can land on run."
 REMEDIATION = "Pin the pod to nodes whose driver runs the image, or use an image built for an older CUDA."
@@ -93,13 +94,6 @@ class Assessment:
         if not native and self.with_mode(Mode.INCOMPATIBLE) and self.with_mode(Mode.MINOR):
             return self.req.mvc_floor
         return None
-
-
-def _requests_gpu(container: ContainerRef, ctx: RuleContext) -> bool:
-    """Whether the container is allocated a GPU device (``nvidia.com/gpu: 0`` gets none)."""
-    if container.kind == "ephemeralContainer":
-        return False
-    return bool(container_requests(container, ctx.is_gpu))
 
 
 def _grade(modes: list[Mode]) -> Severity | None:
@@ -239,12 +233,13 @@ def _pod_fix(ctx: RuleContext, assessments: list[Assessment], candidates: list[G
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    containers = [c for c in ctx.pod.containers if _requests_gpu(c, ctx)]
+    # ``nvidia.com/gpu: 0`` gets no GPU, so such a container is not judged.
+    containers = [c for c in runnable_containers(ctx.pod) if uses_gpu(ctx, c)]
     if not containers:
         return
     candidates = [
         v
-        for v in analysis_cached(ctx.cache, ctx.pod, ctx.gpu_requests(), ctx.facts)
+        for v in ctx.verdicts()
         # Only nodes the pod can land on count; when none can, the scheduling rules explain why.
         if v.passes
     ]

@@ -36,17 +36,18 @@ Passing::
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Iterator
 
-from policies.podresources import container_requests
 from policies.podspec import ContainerRef
-from policies.rule import Option, RuleContext
+from policies.rule import NeedsFacts, Option, RuleContext
+from policies.rulekit import uses_gpu
+from policies.signals import DEVICE_ENV_NAMES, NO_DEVICE_VALUES, is_device_host_path
 from policies.types import Severity, Violation
 
 ID = "gpu-device-access-bypass"
 DEFAULT_SEVERITY = Severity.ERROR
-NEEDS_FACTS = "no"
+NEEDS_FACTS: NeedsFacts = "no"
+NEEDS_SCHEDULING: bool = False
 FIXABLE = False
 SUMMARY = "A container gets GPU access that bypasses the device plugin's allocation."
 REMEDIATION = (
@@ -56,12 +57,10 @@ REMEDIATION = (
 )
 OPTIONS: tuple[Option, ...] = ()
 
-_NO_DEVICES = frozenset({"void", "none", ""})
-_DEVICE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
 
 
 def _requests_devices(ctx: RuleContext, c: ContainerRef) -> bool:
-    return bool(container_requests(c, ctx.is_gpu)) or bool(c.resources.get("claims"))
+    return uses_gpu(ctx, c) or bool(c.resources.get("claims"))
 
 
 def _env_violations(ctx: RuleContext, c: ContainerRef) -> Iterator[Violation]:
@@ -69,7 +68,7 @@ def _env_violations(ctx: RuleContext, c: ContainerRef) -> Iterator[Violation]:
     if not isinstance(env, list) or _requests_devices(ctx, c):
         return
     for i, var in enumerate(env):
-        if not isinstance(var, dict) or var.get("name") not in _DEVICE_ENV:
+        if not isinstance(var, dict) or var.get("name") not in DEVICE_ENV_NAMES:
             continue
         name = var["name"]
         value = var.get("value")
@@ -77,7 +76,7 @@ def _env_violations(ctx: RuleContext, c: ContainerRef) -> Iterator[Violation]:
             shown = "a value from valueFrom"
         else:
             text = "" if value is None else str(value)
-            if name == "NVIDIA_VISIBLE_DEVICES" and text.strip().lower() in _NO_DEVICES:
+            if name == "NVIDIA_VISIBLE_DEVICES" and text.strip().lower() in NO_DEVICE_VALUES:
                 continue
             shown = repr(text)
         yield Violation(
@@ -90,13 +89,6 @@ def _env_violations(ctx: RuleContext, c: ContainerRef) -> Iterator[Violation]:
         )
 
 
-def _device_host_path(path: str) -> bool:
-    normal = posixpath.normpath(path) if path else path
-    if normal.startswith("//"):
-        normal = "/" + normal.lstrip("/")
-    return normal.startswith("/dev/nvidia") or normal == "/dev/dri" or normal.startswith("/dev/dri/")
-
-
 def _volume_violations(ctx: RuleContext) -> Iterator[Violation]:
     if ctx.pod.shape == "component":
         return
@@ -107,7 +99,7 @@ def _volume_violations(ctx: RuleContext) -> Iterator[Violation]:
         host = vol.get("hostPath") if isinstance(vol, dict) else None
         if not isinstance(host, dict) or not isinstance(host.get("path"), str):
             continue
-        if _device_host_path(host["path"]):
+        if is_device_host_path(host["path"]):
             yield Violation(
                 message=(
                     f"volume {vol.get('name')!r} mounts the host's GPU device nodes ({host['path']}) by hostPath, "

@@ -48,12 +48,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from policies.rule import Option, RuleContext
+from policies.rule import NeedsFacts, Option, RuleContext
 from policies.types import RelPath, Severity, Violation
 
 ID = "gpu-dra-claim-reference"
 DEFAULT_SEVERITY = Severity.ERROR
-NEEDS_FACTS = "no"
+NEEDS_FACTS: NeedsFacts = "no"
+NEEDS_SCHEDULING: bool = False
 FIXABLE = False
 SUMMARY = "Container resources.claims and pod spec.resourceClaims are inconsistent; the API server rejects the pod."
 REMEDIATION = (

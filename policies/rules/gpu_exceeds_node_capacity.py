@@ -23,24 +23,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from policies.quantity import format_quantity
-from policies.rule import Option, RuleContext
-from policies.scheduling import request_sites
+from policies.rule import NeedsFacts, Option, RuleContext
+from policies.rulekit import with_diagnosis
+from policies.scheduling import Diagnosis, request_sites
 from policies.types import Severity, Violation
 
 ID = "gpu-exceeds-node-capacity"
 DEFAULT_SEVERITY = Severity.ERROR
-NEEDS_FACTS = "yes"
-NEEDS_SCHEDULING = False  # judged on resource names/counts alone, so TrainJob/NIMService too
+NEEDS_FACTS: NeedsFacts = "yes"
+NEEDS_SCHEDULING: bool = False  # judged on resource names/counts alone, so TrainJob/NIMService too
 FIXABLE = False
 SUMMARY = "The pod asks for more of a GPU resource than any single node has allocatable."
 REMEDIATION = "Lower the per-pod GPU count to fit one node, or split the work across more pods (e.g. more workers)."
 OPTIONS: tuple[Option, ...] = ()
 
 
-def check(ctx: RuleContext) -> Iterator[Violation]:
-    diagnosis = ctx.diagnosis()
-    if diagnosis is None:
-        return
+@with_diagnosis
+def check(ctx: RuleContext, diagnosis: Diagnosis) -> Iterator[Violation]:
     requests = diagnosis.requests
     for name, largest in diagnosis.too_large.items():
         sites = request_sites(ctx.pod, name)

@@ -23,12 +23,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from policies.resources import is_extended
-from policies.rule import Option, RuleContext
+from policies.rule import NeedsFacts, Option, RuleContext
 from policies.types import RelOp, Severity, Violation
 
 ID = "gpu-limit-missing"
 DEFAULT_SEVERITY = Severity.ERROR
-NEEDS_FACTS = "no"
+NEEDS_FACTS: NeedsFacts = "no"
+NEEDS_SCHEDULING: bool = False
 FIXABLE = True
 SUMMARY = "A GPU (any extended resource) is requested without a limit; the API server rejects it."
 REMEDIATION = "Set resources.limits.<resource> equal to the request (extended resources cannot be overcommitted)."

@@ -27,14 +27,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.podresources import container_requests
 from policies.quantity import format_quantity
-from policies.rule import Option, RuleContext
+from policies.rule import NeedsFacts, Option, RuleContext
+from policies.rulekit import gpu_resources, runnable_containers
 from policies.types import Severity, Violation
 
 ID = "gpu-memory-limit-missing"
 DEFAULT_SEVERITY = Severity.WARNING
-NEEDS_FACTS = "no"
+NEEDS_FACTS: NeedsFacts = "no"
+NEEDS_SCHEDULING: bool = False
 FIXABLE = False
 SUMMARY = "A container that uses GPUs has no memory limit."
 REMEDIATION = (
@@ -55,10 +56,8 @@ def _pod_level_memory_limit(ctx: RuleContext) -> bool:
 def check(ctx: RuleContext) -> Iterator[Violation]:
     if _pod_level_memory_limit(ctx):
         return
-    for c in ctx.pod.containers:
-        if c.kind == "ephemeralContainer":
-            continue  # ephemeral containers may not set resources
-        gpus = container_requests(c, ctx.is_gpu)
+    for c in runnable_containers(ctx.pod):
+        gpus = gpu_resources(ctx, c)
         if not gpus:
             continue
         limits = c.resources.get("limits")

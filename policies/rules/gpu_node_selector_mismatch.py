@@ -26,8 +26,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from policies.facts import NodeFacts
-from policies.rule import Option, RuleContext
+from policies.rule import NeedsFacts, Option, RuleContext
+from policies.rulekit import with_diagnosis
 from policies.scheduling import (
+    Diagnosis,
     GroupVerdict,
     NodeConstraints,
     constraints_for,
@@ -39,7 +41,8 @@ from policies.types import RelPath, Severity, Violation
 
 ID = "gpu-node-selector-mismatch"
 DEFAULT_SEVERITY = Severity.ERROR
-NEEDS_FACTS = "yes"
+NEEDS_FACTS: NeedsFacts = "yes"
+NEEDS_SCHEDULING: bool = True
 FIXABLE = False
 SUMMARY = (
     "nodeSelector / required node affinity (with the RuntimeClass nodeSelector) matches none of the nodes "
@@ -188,10 +191,8 @@ def _selector_findings(
     return out
 
 
-def check(ctx: RuleContext) -> Iterator[Violation]:
-    diagnosis = ctx.diagnosis()
-    if diagnosis is None:
-        return
+@with_diagnosis
+def check(ctx: RuleContext, diagnosis: Diagnosis) -> Iterator[Violation]:
     requests = diagnosis.requests
     if not diagnosis.selector_blocked:
         return

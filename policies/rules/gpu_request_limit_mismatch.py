@@ -28,12 +28,13 @@ from collections.abc import Iterator
 
 from policies.quantity import try_parse
 from policies.resources import is_extended
-from policies.rule import Option, RuleContext
+from policies.rule import NeedsFacts, Option, RuleContext
 from policies.types import RelOp, Severity, Violation
 
 ID = "gpu-request-limit-mismatch"
 DEFAULT_SEVERITY = Severity.ERROR
-NEEDS_FACTS = "no"
+NEEDS_FACTS: NeedsFacts = "no"
+NEEDS_SCHEDULING: bool = False
 FIXABLE = True
 SUMMARY = "The request and the limit of a GPU (any extended resource) differ; the API server rejects it."
 REMEDIATION = (

@@ -35,14 +35,15 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Iterator
 
-from policies.rule import Option, RuleContext
+from policies.rule import NeedsFacts, Option, RuleContext
+from policies.rulekit import with_diagnosis
 from policies.scheduling import Diagnosis, GroupVerdict, UnknownResource, request_sites
 from policies.types import Severity, Violation
 
 ID = "gpu-resource-unknown"
 DEFAULT_SEVERITY = Severity.ERROR
-NEEDS_FACTS = "yes"
-NEEDS_SCHEDULING = False  # judged on resource names/counts alone, so TrainJob/NIMService too
+NEEDS_FACTS: NeedsFacts = "yes"
+NEEDS_SCHEDULING: bool = False  # judged on resource names/counts alone, so TrainJob/NIMService too
 FIXABLE = False
 SUMMARY = "No node advertises the requested GPU resource (typo, absent MIG profile, MIG strategy or .shared mismatch)."
 REMEDIATION = (
@@ -121,10 +122,8 @@ def _message(container: str, unknown: UnknownResource, diagnosis: Diagnosis, ctx
     return text + f"; the cluster's GPU resources are {', '.join(listed[:6])}{more}"
 
 
-def check(ctx: RuleContext) -> Iterator[Violation]:
-    diagnosis = ctx.diagnosis()
-    if diagnosis is None:
-        return
+@with_diagnosis
+def check(ctx: RuleContext, diagnosis: Diagnosis) -> Iterator[Violation]:
     for name, unknown in diagnosis.unknown.items():
         for container, path, _ in request_sites(ctx.pod, name):
             yield Violation(message=_message(container.name, unknown, diagnosis, ctx), path=path)

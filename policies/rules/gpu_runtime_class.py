@@ -28,12 +28,13 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
-from policies.rule import Option, RuleContext
+from policies.rule import NeedsFacts, Option, RuleContext
 from policies.types import RelOp, Severity, Violation
 
 ID = "gpu-runtime-class"
 DEFAULT_SEVERITY = Severity.WARNING
-NEEDS_FACTS = "partly"
+NEEDS_FACTS: NeedsFacts = "partly"
+NEEDS_SCHEDULING: bool = False
 FIXABLE = True
 SUMMARY = "runtimeClassName names a RuntimeClass the cluster lacks, or a required RuntimeClass is absent."
 REMEDIATION = "Set runtimeClassName to a RuntimeClass the cluster has (e.g. nvidia)."

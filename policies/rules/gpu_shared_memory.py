@@ -42,14 +42,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from policies.podspec import ContainerRef
-from policies.rule import Option, RuleContext
-from policies.rules.gpu_topology_alignment import gpu_devices
+from policies.rule import NeedsFacts, Option, RuleContext
+from policies.rulekit import gpu_devices, runnable_containers
 from policies.shapes import as_list
 from policies.types import RelOp, Severity, Violation
 
 ID = "gpu-shared-memory"
 DEFAULT_SEVERITY = Severity.WARNING
-NEEDS_FACTS = "no"
+NEEDS_FACTS: NeedsFacts = "no"
+NEEDS_SCHEDULING: bool = False
 FIXABLE = True
 SUMMARY = "A multi-GPU container has no memory-backed emptyDir at /dev/shm (NCCL and DataLoader workers need it)."
 REMEDIATION = (
@@ -63,7 +64,7 @@ VOLUME_BASE_NAME = "dshm"
 
 
 def _gpu_count(ctx: RuleContext, c: ContainerRef) -> int:
-    return int(sum(gpu_devices(c, ctx.is_gpu).values()))
+    return int(sum(gpu_devices(ctx, c).values()))
 
 
 def _shm_mount(c: ContainerRef) -> tuple[int, dict[str, Any]] | None:
@@ -172,9 +173,7 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
 def check(ctx: RuleContext) -> Iterator[Violation]:
     if ctx.pod.shape == "component":
         return
-    for c in ctx.pod.containers:
-        if c.kind == "ephemeralContainer":
-            continue
+    for c in runnable_containers(ctx.pod):
         gpus = _gpu_count(ctx, c)
         if gpus < 2:
             continue

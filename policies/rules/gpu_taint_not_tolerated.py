@@ -45,13 +45,15 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from policies.facts import Taint
-from policies.rule import Option, RuleContext
-from policies.scheduling import GroupVerdict
+from policies.rule import NeedsFacts, Option, RuleContext
+from policies.rulekit import with_diagnosis
+from policies.scheduling import Diagnosis, GroupVerdict
 from policies.types import RelOp, RelPath, Severity, Violation
 
 ID = "gpu-taint-not-tolerated"
 DEFAULT_SEVERITY = Severity.ERROR
-NEEDS_FACTS = "yes"
+NEEDS_FACTS: NeedsFacts = "yes"
+NEEDS_SCHEDULING: bool = True
 FIXABLE = True
 SUMMARY = "Every node that offers the GPU resource carries a NoSchedule/NoExecute taint the pod does not tolerate."
 REMEDIATION = "Add tolerations for the GPU nodes' taints (spec.tolerations)."
@@ -82,10 +84,8 @@ def _fix(spec: Mapping[str, Any], tolerations: list[dict[str, str]]) -> tuple[tu
     return (), ("tolerations",)  # malformed: left to the author
 
 
-def check(ctx: RuleContext) -> Iterator[Violation]:
-    diagnosis = ctx.diagnosis()
-    if diagnosis is None:
-        return
+@with_diagnosis
+def check(ctx: RuleContext, diagnosis: Diagnosis) -> Iterator[Violation]:
     requests = diagnosis.requests
     if not diagnosis.taints_blocked:
         return

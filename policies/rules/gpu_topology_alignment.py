@@ -47,21 +47,21 @@ Passing::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
-from policies.podresources import container_requests
 from policies.podspec import ContainerRef
 from policies.quantity import try_parse
-from policies.resources import is_gpu_share_resource
-from policies.rule import Option, RuleContext
+from policies.rule import NeedsFacts, Option, RuleContext
+from policies.rulekit import gpu_devices, runnable_containers
 from policies.shapes import as_dict
 from policies.types import RelPath, Severity, Violation
 
 ID = "gpu-topology-alignment"
 DEFAULT_SEVERITY = Severity.WARNING
-NEEDS_FACTS = "no"
+NEEDS_FACTS: NeedsFacts = "no"
+NEEDS_SCHEDULING: bool = False
 FIXABLE = False
 SUMMARY = "A multi-GPU container cannot get CPU/GPU NUMA alignment, or cannot fit one NUMA node under single-numa-node."
 REMEDIATION = (
@@ -88,18 +88,6 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 _QOS_RESOURCES = ("cpu", "memory")
-
-# Resources in GPU vendors' namespaces that measure a share of a GPU, not a number of devices:
-# HAMi's vGPU memory/core shares (Project-HAMi/HAMi examples/nvidia) and the Intel GPU plugin's
-# resource-management and monitoring resources (intel/intel-device-plugins-for-kubernetes).
-def gpu_devices(c: ContainerRef, is_gpu: Callable[[str], bool]) -> dict[str, Fraction]:
-    """The GPU devices (whole GPUs, MIG instances, shared replicas) a container requests, by resource."""
-    return {
-        name: q
-        for name, q in container_requests(c, is_gpu).items()
-        if not is_gpu_share_resource(name)
-    }
-
 
 def _whole_gpus(gpus: dict[str, Fraction]) -> int:
     """Physical GPUs: MIG instances and shared replicas may sit several to one GPU."""
@@ -129,9 +117,7 @@ def _qos_problem(ctx: RuleContext) -> str | None:
     if isinstance(pod_resources, dict) and pod_resources:
         reason = _not_guaranteed(pod_resources)
         return None if reason is None else f"the pod is not Guaranteed QoS: pod-level spec.resources {reason}"
-    for c in ctx.pod.containers:
-        if c.kind == "ephemeralContainer":
-            continue
+    for c in runnable_containers(ctx.pod):
         reason = _not_guaranteed(c.resources)
         if reason is not None:
             who = f"{'init ' if c.kind == 'initContainer' else ''}container {c.name!r}"
@@ -166,10 +152,8 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
         return
     qos_problem: str | None = None
     qos_checked = False
-    for c in ctx.pod.containers:
-        if c.kind == "ephemeralContainer":
-            continue
-        gpus = gpu_devices(c, ctx.is_gpu)
+    for c in runnable_containers(ctx.pod):
+        gpus = gpu_devices(ctx, c)
         count = int(sum(gpus.values()))
         if count < 2:
             continue

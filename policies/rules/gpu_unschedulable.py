@@ -25,13 +25,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.rule import Option, RuleContext
-from policies.scheduling import GroupVerdict, request_sites
+from policies.rule import NeedsFacts, Option, RuleContext
+from policies.rulekit import with_diagnosis
+from policies.scheduling import Diagnosis, GroupVerdict, request_sites
 from policies.types import Severity, Violation
 
 ID = "gpu-unschedulable"
 DEFAULT_SEVERITY = Severity.ERROR
-NEEDS_FACTS = "yes"
+NEEDS_FACTS: NeedsFacts = "yes"
+NEEDS_SCHEDULING: bool = True
 FIXABLE = False
 SUMMARY = "No node passes all scheduler filters together, although each filter alone is satisfiable somewhere."
 REMEDIATION = "Make one node group satisfy every constraint at once; see the per-group reasons."
@@ -44,10 +46,8 @@ def _offers_any(verdict: GroupVerdict, names: list[str]) -> bool:
     return len(verdict.missing) < len(names)
 
 
-def check(ctx: RuleContext) -> Iterator[Violation]:
-    diagnosis = ctx.diagnosis()
-    if diagnosis is None:
-        return
+@with_diagnosis
+def check(ctx: RuleContext, diagnosis: Diagnosis) -> Iterator[Violation]:
     requests = diagnosis.requests
     if not diagnosis.unschedulable:
         return

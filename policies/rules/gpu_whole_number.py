@@ -34,12 +34,13 @@ from typing import Any
 
 from policies.quantity import try_parse
 from policies.resources import is_extended
-from policies.rule import Option, RuleContext
+from policies.rule import NeedsFacts, Option, RuleContext
 from policies.types import Severity, Violation
 
 ID = "gpu-whole-number"
 DEFAULT_SEVERITY = Severity.ERROR
-NEEDS_FACTS = "no"
+NEEDS_FACTS: NeedsFacts = "no"
+NEEDS_SCHEDULING: bool = False
 FIXABLE = False
 SUMMARY = (
     "A GPU (any extended resource) quantity is not a whole non-negative number, "

@@ -1,0 +1,144 @@
+"""Memoisation: the typed per-snapshot keys, and the lazily computed analysis of one pod template.
+
+Two levels, both invisible to rules:
+
+* per evaluation, ``TemplateAnalysis`` computes a pod template's GPU requests, its scheduling
+  verdicts and its diagnosis once, however many rules ask;
+* per cluster-facts snapshot, ``ClusterFacts.memoised`` keeps the verdicts, diagnoses and rule
+  results under the frozen keys below, so identical pods (a Deployment's replicas, one team's
+  jobs) are analysed once per snapshot.  A key holds everything the memoised function reads;
+  keys of different kinds never compare equal, so one kind cannot serve another's value.
+
+The scheduler model (``policies.scheduling``) stays pure functions; only this module caches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from policies.facts import ClusterFacts
+from policies.podresources import pod_requests
+from policies.podspec import PodTemplate
+from policies.resources import is_gpu_share_resource
+from policies.scheduling import Diagnosis, GroupVerdict, analyse, diagnose
+
+ConstraintsKey = tuple[Hashable, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisKey:
+    """``analyse`` depends on the fields of ``constraints_key`` and the snapshot."""
+
+    constraints: ConstraintsKey
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnosisKey:
+    """``diagnose`` also depends on which names are GPUs: the config's predicate, by identity."""
+
+    predicate: int
+    constraints: ConstraintsKey
+
+
+@dataclass(frozen=True, slots=True)
+class RuleResultsKey:
+    """The rules' violations for one pod template under one config (identity, checked as owner)."""
+
+    config: int
+    spec_pointer: str
+    shape: str
+    scheduling_known: bool
+    spec: str
+    template_annotations: str
+    object_annotations: str
+    ignored: frozenset[str]
+
+
+def constraints_key(pod: PodTemplate, requests: Mapping[str, Fraction]) -> ConstraintsKey:
+    """Everything ``analyse`` reads from a pod, as a hashable key."""
+    spec = pod.spec
+    affinity = spec.get("affinity")
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    return (
+        repr(spec.get("nodeSelector")),
+        repr(node_affinity),
+        repr(spec.get("tolerations")),
+        repr(spec.get("runtimeClassName")),
+        tuple(sorted(requests.items())),
+    )
+
+
+def is_gpu_device(is_gpu: Callable[[str], bool]) -> Callable[[str], bool]:
+    """GPU resources that count devices (whole GPUs, MIG instances, shared replicas), not quotas."""
+    return lambda name: is_gpu(name) and not is_gpu_share_resource(name)
+
+
+class TemplateAnalysis:
+    """The scheduling view of one pod template in one evaluation, each part computed at most once."""
+
+    __slots__ = ("_constraints", "_diagnosis", "_requests", "_verdicts", "facts", "is_gpu", "pod")
+
+    def __init__(self, pod: PodTemplate, facts: ClusterFacts, is_gpu: Callable[[str], bool]) -> None:
+        self.pod = pod
+        self.facts = facts
+        self.is_gpu = is_gpu
+        self._requests: dict[str, Fraction] | None = None
+        self._constraints: ConstraintsKey | None = None
+        self._verdicts: list[GroupVerdict] | None = None
+        self._diagnosis: Diagnosis | None = None
+
+    def gpu_requests(self) -> dict[str, Fraction]:
+        """Effective pod requests of GPU devices (quota-like share resources excluded)."""
+        if self._requests is None:
+            self._requests = pod_requests(self.pod, is_gpu_device(self.is_gpu))
+        return self._requests
+
+    def _constraints_key(self) -> ConstraintsKey:
+        if self._constraints is None:
+            self._constraints = constraints_key(self.pod, self.gpu_requests())
+        return self._constraints
+
+    def verdicts(self) -> list[GroupVerdict]:
+        """One verdict per node group (read-only: shared by every pod with the same constraints)."""
+        if self._verdicts is None:
+            requests = self.gpu_requests()
+            self._verdicts = self.facts.memoised(
+                AnalysisKey(self._constraints_key()), lambda: analyse(self.pod, requests, self.facts)
+            )
+        return self._verdicts
+
+    def diagnosis(self) -> Diagnosis | None:
+        """The shared scheduling diagnosis of a GPU pod; None without GPU requests or nodes."""
+        if self._diagnosis is None:
+            requests = self.gpu_requests()
+            if not requests or not self.facts.nodes:
+                return None
+            is_gpu = self.is_gpu
+            self._diagnosis = self.facts.memoised(
+                DiagnosisKey(id(is_gpu), self._constraints_key()),
+                lambda: diagnose(self.pod, requests, self.facts, is_gpu, self.verdicts()),
+                owner=is_gpu,
+            )
+        return self._diagnosis
+
+
+def rule_results_key(
+    config: object,
+    pod: PodTemplate,
+    spec_text: str,
+    object_annotations: Any,
+    ignored: set[str],
+) -> RuleResultsKey:
+    return RuleResultsKey(
+        config=id(config),
+        spec_pointer=pod.spec_pointer,
+        shape=pod.shape,
+        scheduling_known=pod.scheduling_known,
+        spec=spec_text,
+        template_annotations=repr(pod.metadata.get("annotations")),
+        object_annotations=repr(object_annotations),
+        ignored=frozenset(ignored),
+    )

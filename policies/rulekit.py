@@ -1,0 +1,58 @@
+"""Helpers for rule modules: which containers run, which use GPUs, and the facts-rule preamble.
+
+What "uses a GPU" means, once for every rule:
+
+* ``uses_gpu(ctx, c)``: the container requests any GPU resource with a positive quantity, share
+  resources included (HAMi's ``nvidia.com/gpumem`` gives the container a slice of a GPU, so it
+  runs CUDA, needs host memory and must not be handed devices by environment variables);
+* ``gpu_devices(ctx, c)``: the GPU *devices* it requests (whole GPUs, MIG instances, shared
+  replicas), share resources excluded, for rules that count devices (topology, /dev/shm).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from fractions import Fraction
+from functools import wraps
+
+from policies.memo import is_gpu_device
+from policies.podresources import container_requests
+from policies.podspec import ContainerRef, PodTemplate
+from policies.rule import RuleContext
+from policies.scheduling import Diagnosis
+from policies.types import Violation
+
+
+def runnable_containers(pod: PodTemplate) -> Iterator[ContainerRef]:
+    """Containers that run with resources: init, sidecar and app containers (not ephemeral ones,
+    which may not set resources and are never scheduled for)."""
+    return (c for c in pod.containers if c.kind != "ephemeralContainer")
+
+
+def gpu_resources(ctx: RuleContext, c: ContainerRef) -> dict[str, Fraction]:
+    """Every GPU resource the container requests (share resources included), by name."""
+    return container_requests(c, ctx.is_gpu)
+
+
+def uses_gpu(ctx: RuleContext, c: ContainerRef) -> bool:
+    return bool(gpu_resources(ctx, c))
+
+
+def gpu_devices(ctx: RuleContext, c: ContainerRef) -> dict[str, Fraction]:
+    """The GPU devices (whole GPUs, MIG instances, shared replicas) a container requests, by resource."""
+    return container_requests(c, is_gpu_device(ctx.is_gpu))
+
+
+FactsCheck = Callable[[RuleContext, Diagnosis], Iterator[Violation]]
+
+
+def with_diagnosis(check: FactsCheck) -> Callable[[RuleContext], Iterator[Violation]]:
+    """The facts-rule preamble: run ``check(ctx, diagnosis)`` only for GPU pods with cluster facts."""
+
+    @wraps(check)
+    def run(ctx: RuleContext) -> Iterator[Violation]:
+        diagnosis = ctx.diagnosis()
+        if diagnosis is not None:
+            yield from check(ctx, diagnosis)
+
+    return run
