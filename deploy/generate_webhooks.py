@@ -17,16 +17,12 @@ HERE = Path(__file__).resolve().parent
 if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
 
-from policies.podspec import KSERVE_COMPONENT_KEYS, WORKLOADS, Location, Workload  # noqa: E402
+from policies.podspec import KSERVE_COMPONENT_KEYS, WORKLOADS, Location, WildcardOver, Workload  # noqa: E402
 from policies.resources import DEFAULT_GPU_PREFIXES  # noqa: E402
+from policies.signals import DEVICE_ENV_NAMES, HOST_PATH_MARKERS  # noqa: E402
 
 OUTPUT = HERE / "webhooks.yaml"
 
-# Keys whose ``*`` runs over a list (from the CRD schemas); every other ``*`` runs over a map
-# keyed by replica role (Kubeflow ``*ReplicaSpecs``).
-LIST_WILDCARDS = frozenset({"workerGroupSpecs", "replicatedJobs", "tasks"})
-DEVICE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
-DEVICE_PATHS = ("/dev/nvidia", "/dev/dri")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CEL_RESERVED = frozenset(
     {
@@ -51,7 +47,7 @@ def _guard(path: list[str]) -> str:
     return " && ".join(f"has({'.'.join(path[: i + 1])})" for i in range(1, len(path)))
 
 
-def _term(root: str, pattern: tuple[str, ...]) -> str:
+def _term(root: str, pattern: tuple[str, ...], over: WildcardOver | None = None) -> str:
     """A CEL list of the maps found at ``pattern`` under ``root`` (empty when absent)."""
     if pattern.count("*") > 1:
         raise GenerationError(f"{'/'.join(pattern)}: more than one wildcard cannot be flattened in CEL")
@@ -68,8 +64,12 @@ def _term(root: str, pattern: tuple[str, ...]) -> str:
     select = ".".join(inner)
     keep = f".filter(x, {_guard(inner)})" if len(inner) > 1 else ""
     collection = ".".join(outer)
-    is_list = pattern[star - 1] in LIST_WILDCARDS
-    items = collection if is_list else f"{collection}.map(k, {collection}[k])"
+    if over == "list":
+        items = collection
+    elif over == "map":
+        items = f"{collection}.map(k, {collection}[k])"
+    else:
+        raise GenerationError(f"{'/'.join(pattern)}: the table does not say what its wildcard runs over")
     return f"({_guard(outer)} ? {items}{keep}.map(x, {select}) : [])"
 
 
@@ -90,7 +90,7 @@ def candidate_terms() -> list[tuple[str, list[str]]]:
         for location in workload.locations:
             if location.shape == "object":
                 continue
-            term = _term("object", _candidate_pattern(location))
+            term = _term("object", _candidate_pattern(location), location.wildcard)
             kinds = terms.setdefault(term, [])
             if _label(workload) not in kinds:
                 kinds.append(_label(workload))
@@ -134,13 +134,13 @@ def gpu_expression() -> str:
         lines.append(f"    // {', '.join(kinds)}")
         lines.append(f"    {joiner}{term}")
     prefixes = " || ".join(f"n.startsWith('{p}')" for p in DEFAULT_GPU_PREFIXES)
-    env = " || ".join(f"e.name == '{n}'" for n in DEVICE_ENV)
-    paths = " || ".join(f"v.hostPath.path.startsWith('{p}')" for p in DEVICE_PATHS)
+    env = " || ".join(f"e.name == '{n}'" for n in DEVICE_ENV_NAMES)
+    paths = " || ".join(f"v.hostPath.path.contains('{m}')" for m in HOST_PATH_MARKERS)
     lines += [
         "  ).exists(s,",
         "    // Dynamic Resource Allocation claims",
         "    (has(s.resourceClaims) && size(s.resourceClaims) > 0)",
-        "    // device nodes mounted from the host",
+        "    // device nodes mounted from the host (coarse: the webhook checks the normalised path)",
         f"    || (has(s.volumes) && s.volumes.exists(v, has(v.hostPath) && has(v.hostPath.path) && ({paths})))",
         "    // containers, init containers, the map itself (a component) and KServe model components",
         "    || ((has(s.containers) ? s.containers : []) + (has(s.initContainers) ? s.initContainers : []) + [s]",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies import pointer
-from policies.podspec import Location, Workload, index_workloads
+from policies.podspec import Location, Shape, Workload, index_workloads
 from policies.registry import RULES
 from policies.resources import GpuResourceNames
 from policies.types import Severity
@@ -129,11 +129,13 @@ def _template_path(i: int, raw: Any) -> Workload:
     api_version = _expect(raw.get("apiVersion"), str, f"{key}.apiVersion", "a string")
     kind = _expect(raw.get("kind"), str, f"{key}.kind", "a string")
     locations = []
+    shape: Shape
     for shape, field_name in (("template", "template"), ("podspec", "podSpec")):
         if field_name in raw:
             path = _expect(raw[field_name], str, f"{key}.{field_name}", "a JSON pointer string")
             try:
-                locations.append(Location(shape, tuple(pointer.split(path))))
+                parts = tuple(pointer.split(path))
+                locations.append(Location(shape, parts, wildcard="any" if "*" in parts else None))
             except ValueError as exc:
                 raise ConfigError(f"{key}.{field_name}: {exc}") from None
     if not locations:

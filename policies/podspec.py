@@ -23,17 +23,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from policies import pointer
+from policies.shapes import as_dict
 from policies.types import RelPath, Segment
+
+Shape = Literal["template", "podspec", "component", "object"]
+ContainerKind = Literal["container", "initContainer", "ephemeralContainer", "component"]
+# What a ``*`` in a location pattern runs over, from the CRD schemas: a list (RayCluster
+# ``workerGroupSpecs``, JobSet ``replicatedJobs``, Volcano ``tasks``) or a map keyed by replica
+# role (Kubeflow ``*ReplicaSpecs``); "any" for paths from config, whose schema is unknown.  The
+# extractor accepts either; the webhook's CEL needs to know.
+WildcardOver = Literal["list", "map", "any"]
 
 
 @dataclass(frozen=True, slots=True)
 class Location:
-    shape: str  # template | podspec | component | object
+    shape: Shape
     pattern: tuple[str, ...]
     resources_key: str = "resources"
+    wildcard: WildcardOver | None = None  # set iff the pattern has a ``*``
+
+    def __post_init__(self) -> None:
+        if ("*" in self.pattern) != (self.wildcard is not None):
+            raise ValueError(f"/{'/'.join(self.pattern)}: declare what its wildcard runs over, and only then")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,17 +59,28 @@ class Workload:
     locations: tuple[Location, ...]
 
 
-def _t(*patterns: str) -> tuple[Location, ...]:
-    return tuple(Location("template", tuple(pointer.split(p))) for p in patterns)
+def _t(*patterns: str, over: WildcardOver | None = None) -> tuple[Location, ...]:
+    return tuple(_location("template", p, over) for p in patterns)
 
 
 def _p(*patterns: str) -> tuple[Location, ...]:
-    return tuple(Location("podspec", tuple(pointer.split(p))) for p in patterns)
+    return tuple(_location("podspec", p, None) for p in patterns)
+
+
+def _location(shape: Shape, pattern: str, over: WildcardOver | None) -> Location:
+    parts = tuple(pointer.split(pattern))
+    return Location(shape, parts, wildcard=over if "*" in parts else None)
 
 
 _KUBEFLOW = "kubeflow.org"
 _RAY = "ray.io"
-_RAY_CLUSTER = ("/headGroupSpec/template", "/workerGroupSpecs/*/template")
+_RAY_VERSIONS = ("v1", "v1alpha1")
+
+
+def _ray(cluster_spec: str) -> tuple[Location, ...]:
+    """A RayClusterSpec's head template and its list of worker group templates."""
+    return _t(cluster_spec + "/headGroupSpec/template", cluster_spec + "/workerGroupSpecs/*/template", over="list")
+
 
 WORKLOADS: tuple[Workload, ...] = (
     Workload("", "Pod", "pods", ("v1",), (Location("template", ()),)),
@@ -67,12 +92,12 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("apps", "ReplicaSet", "replicasets", ("v1",), _t("/spec/template")),
     Workload("batch", "Job", "jobs", ("v1",), _t("/spec/template")),
     Workload("batch", "CronJob", "cronjobs", ("v1",), _t("/spec/jobTemplate/spec/template")),
-    Workload(_KUBEFLOW, "PyTorchJob", "pytorchjobs", ("v1",), _t("/spec/pytorchReplicaSpecs/*/template")),
-    Workload(_KUBEFLOW, "TFJob", "tfjobs", ("v1",), _t("/spec/tfReplicaSpecs/*/template")),
-    Workload(_KUBEFLOW, "MPIJob", "mpijobs", ("v1", "v2beta1"), _t("/spec/mpiReplicaSpecs/*/template")),
-    Workload(_KUBEFLOW, "PaddleJob", "paddlejobs", ("v1",), _t("/spec/paddleReplicaSpecs/*/template")),
-    Workload(_KUBEFLOW, "XGBoostJob", "xgboostjobs", ("v1",), _t("/spec/xgbReplicaSpecs/*/template")),
-    Workload(_KUBEFLOW, "JAXJob", "jaxjobs", ("v1",), _t("/spec/jaxReplicaSpecs/*/template")),
+    Workload(_KUBEFLOW, "PyTorchJob", "pytorchjobs", ("v1",), _t("/spec/pytorchReplicaSpecs/*/template", over="map")),
+    Workload(_KUBEFLOW, "TFJob", "tfjobs", ("v1",), _t("/spec/tfReplicaSpecs/*/template", over="map")),
+    Workload(_KUBEFLOW, "MPIJob", "mpijobs", ("v1", "v2beta1"), _t("/spec/mpiReplicaSpecs/*/template", over="map")),
+    Workload(_KUBEFLOW, "PaddleJob", "paddlejobs", ("v1",), _t("/spec/paddleReplicaSpecs/*/template", over="map")),
+    Workload(_KUBEFLOW, "XGBoostJob", "xgboostjobs", ("v1",), _t("/spec/xgbReplicaSpecs/*/template", over="map")),
+    Workload(_KUBEFLOW, "JAXJob", "jaxjobs", ("v1",), _t("/spec/jaxReplicaSpecs/*/template", over="map")),
     Workload(
         _KUBEFLOW,
         "Experiment",
@@ -92,22 +117,24 @@ WORKLOADS: tuple[Workload, ...] = (
         "TrainingRuntime",
         "trainingruntimes",
         ("v1alpha1",),
-        _t("/spec/template/spec/replicatedJobs/*/template/spec/template"),
+        _t("/spec/template/spec/replicatedJobs/*/template/spec/template", over="list"),
     ),
     Workload(
         "trainer.kubeflow.org",
         "ClusterTrainingRuntime",
         "clustertrainingruntimes",
         ("v1alpha1",),
-        _t("/spec/template/spec/replicatedJobs/*/template/spec/template"),
+        _t("/spec/template/spec/replicatedJobs/*/template/spec/template", over="list"),
     ),
-    Workload(_RAY, "RayCluster", "rayclusters", ("v1", "v1alpha1"), _t(*("/spec" + p for p in _RAY_CLUSTER))),
-    Workload(_RAY, "RayJob", "rayjobs", ("v1", "v1alpha1"), _t(*("/spec/rayClusterSpec" + p for p in _RAY_CLUSTER))),
+    Workload(_RAY, "RayCluster", "rayclusters", _RAY_VERSIONS, _ray("/spec")),
+    Workload(_RAY, "RayJob", "rayjobs", _RAY_VERSIONS, _ray("/spec/rayClusterSpec")),
+    Workload(_RAY, "RayService", "rayservices", _RAY_VERSIONS, _ray("/spec/rayClusterConfig")),
     Workload(
-        _RAY, "RayService", "rayservices", ("v1", "v1alpha1"), _t(*("/spec/rayClusterConfig" + p for p in _RAY_CLUSTER))
-    ),
-    Workload(
-        "jobset.x-k8s.io", "JobSet", "jobsets", ("v1alpha2",), _t("/spec/replicatedJobs/*/template/spec/template")
+        "jobset.x-k8s.io",
+        "JobSet",
+        "jobsets",
+        ("v1alpha2",),
+        _t("/spec/replicatedJobs/*/template/spec/template", over="list"),
     ),
     Workload(
         "leaderworkerset.x-k8s.io",
@@ -130,7 +157,7 @@ WORKLOADS: tuple[Workload, ...] = (
         ("v1alpha1", "v1alpha2"),
         _p("/spec/template", "/spec/worker", "/spec/prefill/template", "/spec/prefill/worker"),
     ),
-    Workload("batch.volcano.sh", "Job", "jobs", ("v1alpha1",), _t("/spec/tasks/*/template")),
+    Workload("batch.volcano.sh", "Job", "jobs", ("v1alpha1",), _t("/spec/tasks/*/template", over="list")),
     Workload("kaito.sh", "Workspace", "workspaces", ("v1alpha1", "v1beta1"), _t("/inference/template")),
     Workload(
         "apps.nvidia.com",
@@ -157,7 +184,7 @@ KSERVE_COMPONENT_KEYS: tuple[str, ...] = (
     "paddle",
 )
 
-CONTAINER_LISTS: tuple[tuple[str, str], ...] = (
+CONTAINER_LISTS: tuple[tuple[str, ContainerKind], ...] = (
     ("initContainers", "initContainer"),
     ("containers", "container"),
     ("ephemeralContainers", "ephemeralContainer"),
@@ -182,20 +209,16 @@ _DEFAULT_INDEX = index_workloads()
 class ContainerRef:
     path: RelPath  # relative to the pod spec
     container: dict[str, Any]
-    kind: str  # container | initContainer | ephemeralContainer | component
+    kind: ContainerKind
     resources_key: str = "resources"
     # Rules read these many times per evaluation; they are resolved once, at construction.
     resources: dict[str, Any] = field(init=False, repr=False, compare=False)
     _maps: dict[str, dict[str, Any]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        res = self.container.get(self.resources_key)
-        resources = res if isinstance(res, dict) else {}
+        resources = as_dict(self.container.get(self.resources_key))
         object.__setattr__(self, "resources", resources)
-        maps = {}
-        for which in ("limits", "requests"):
-            value = resources.get(which)
-            maps[which] = value if isinstance(value, dict) else {}
+        maps = {which: as_dict(resources.get(which)) for which in ("limits", "requests")}
         object.__setattr__(self, "_maps", maps)
 
     @property
@@ -209,10 +232,7 @@ class ContainerRef:
 
     def resource_map(self, which: str) -> dict[str, Any]:
         found = self._maps.get(which)
-        if found is not None:
-            return found
-        value = self.resources.get(which)
-        return value if isinstance(value, dict) else {}
+        return found if found is not None else as_dict(self.resources.get(which))
 
     @property
     def is_sidecar(self) -> bool:
@@ -229,24 +249,12 @@ class PodTemplate:
     metadata: dict[str, Any]
     metadata_pointer: str
     containers: tuple[ContainerRef, ...]
-    role: str = ""
     scheduling_known: bool = True  # False for components whose pod is built by an operator
-    shape: str = "template"
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    def spec_path(self, rel: RelPath) -> str:
-        return pointer.join(self.spec_pointer, rel)
-
-    def metadata_path(self, rel: RelPath) -> str:
-        return pointer.join(self.metadata_pointer, rel)
+    shape: Shape = "template"
 
     @property
     def annotations(self) -> dict[str, Any]:
-        ann = self.metadata.get("annotations")
-        return ann if isinstance(ann, dict) else {}
-
-    def regular_containers(self) -> Iterator[ContainerRef]:
-        return (c for c in self.containers if c.kind in ("container", "component"))
+        return as_dict(self.metadata.get("annotations"))
 
 
 def _expand(
@@ -272,6 +280,7 @@ def _expand(
 
 def _containers_of(spec: dict[str, Any]) -> list[ContainerRef]:
     refs: list[ContainerRef] = []
+    kind: ContainerKind
     for key, kind in CONTAINER_LISTS:
         items = spec.get(key)
         if isinstance(items, list):
@@ -279,12 +288,6 @@ def _containers_of(spec: dict[str, Any]) -> list[ContainerRef]:
                 ContainerRef((key, i), c, kind) for i, c in enumerate(items) if isinstance(c, dict)
             )
     return refs
-
-
-def _role(path: tuple[Segment, ...]) -> str:
-    """A readable role for multi-template objects, e.g. ``pytorchReplicaSpecs/Worker``."""
-    interesting = [str(s) for s in path if s not in ("spec", "template", "metadata")]
-    return "/".join(interesting)
 
 
 def extract(
@@ -303,8 +306,7 @@ def extract(
     workload = (index or _DEFAULT_INDEX).get((_group_of(api_version), kind))
     if workload is None:
         return []
-    obj_meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    assert isinstance(obj_meta, dict)
+    obj_meta = as_dict(obj.get("metadata"))
     found: list[PodTemplate] = []
     for loc in workload.locations:
         for path, node in _expand(obj, loc.pattern, ()):
@@ -317,15 +319,13 @@ def extract(
                 spec = node.get("spec")
                 if not isinstance(spec, dict):
                     continue
-                meta = node.get("metadata")
                 found.append(
                     PodTemplate(
                         spec=spec,
                         spec_pointer=at + "/spec",
-                        metadata=meta if isinstance(meta, dict) else {},
+                        metadata=as_dict(node.get("metadata")),
                         metadata_pointer=at + "/metadata",
                         containers=tuple(_containers_of(spec)),
-                        role=_role(path),
                     )
                 )
             elif loc.shape == "podspec":
@@ -341,7 +341,6 @@ def extract(
                         metadata=obj_meta,
                         metadata_pointer=pointer.join(_base, ("metadata",)),
                         containers=tuple(refs),
-                        role=_role(path),
                         shape="podspec",
                     )
                 )
@@ -353,7 +352,6 @@ def extract(
                         metadata=obj_meta,
                         metadata_pointer=pointer.join(_base, ("metadata",)),
                         containers=(ContainerRef((), node, "component", loc.resources_key),),
-                        role=_role(path),
                         scheduling_known=False,
                         shape="component",
                     )

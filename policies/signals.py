@@ -19,6 +19,9 @@ DEVICE_ENV_NAMES: tuple[str, ...] = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CA
 NO_DEVICE_VALUES = frozenset({"void", "none", ""})
 NVIDIA_DEVICE_PREFIX = "/dev/nvidia"  # a name prefix: /dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm
 DRI_DIRECTORY = "/dev/dri"  # a directory: /dev/dri and what is below it, not /dev/driver
+# A coarse test for filters that cannot normalise paths (the webhook's CEL matchConditions): every
+# path ``is_device_host_path`` accepts contains one of these, however it is spelt (``//dev/./nvidia0``).
+HOST_PATH_MARKERS: tuple[str, ...] = (posixpath.basename(NVIDIA_DEVICE_PREFIX), posixpath.basename(DRI_DIRECTORY))
 
 
 def normal_host_path(path: str) -> str:

@@ -269,6 +269,9 @@ def gpu_fixtures() -> dict[str, dict[str, Any]]:
             container(volumeMounts=[{"name": "dev", "mountPath": "/dev/nvidia0"}]),
             volumes=[{"name": "dev", "hostPath": {"path": "/dev/nvidia0"}}],
         )),
+        "pod-hostpath-nvidia0-unnormalised": obj("v1", "Pod", pod_spec(
+            container(), volumes=[{"name": "dev", "hostPath": {"path": "//dev/./nvidia0"}}]
+        )),
         "pod-hostpath-dri": obj("v1", "Pod", pod_spec(
             container(), volumes=[{"name": "dri", "hostPath": {"path": "/dev/dri", "type": "Directory"}}]
         )),
@@ -370,21 +373,19 @@ def test_match_conditions_skip_delete(conditions: MatchConditions) -> None:
     assert conditions.decide("DELETE", None, old=old) is False
 
 
-def _fill(pattern: tuple[str, ...], leaf: Any, list_keys: frozenset[str]) -> Any:
-    """A minimal object shape with ``leaf`` at ``pattern`` (``*`` becomes a map key or list item)."""
+def _fill(pattern: tuple[str, ...], leaf: Any, over: str | None) -> Any:
+    """A minimal object shape with ``leaf`` at ``pattern`` (``*`` becomes a map key or list item,
+    as the table declares; tests/policies/test_podspec.py checks the declarations on real objects)."""
     if not pattern:
         return leaf
     head, rest = pattern[0], pattern[1:]
     if head == "*":
         raise AssertionError("a wildcard must follow a named key")
-    child = _fill(rest[1:], leaf, list_keys) if rest and rest[0] == "*" else _fill(rest, leaf, list_keys)
+    child = _fill(rest[1:], leaf, over) if rest and rest[0] == "*" else _fill(rest, leaf, over)
     if rest and rest[0] == "*":
-        return {head: [child] if head in list_keys else {"Worker": child}}
+        return {head: [child] if over == "list" else {"Worker": child}}
     return {head: child}
 
-
-# Keys whose wildcard runs over a list (the others are maps keyed by role), per the CRD schemas.
-LIST_KEYS = frozenset({"workerGroupSpecs", "replicatedJobs", "tasks"})
 
 
 def synthesized(workload: Workload, gpu: bool) -> list[dict[str, Any]]:
@@ -401,7 +402,7 @@ def synthesized(workload: Workload, gpu: bool) -> list[dict[str, Any]]:
             leaf = {"image": "x", location.resources_key: resources}
         else:  # an embedded object: a Job inside
             leaf = obj("batch/v1", "Job", {"template": template(pod_spec(container(resources=resources)))})
-        body = _fill(location.pattern, leaf, LIST_KEYS)
+        body = _fill(location.pattern, leaf, location.wildcard)
         if location.pattern == ():
             body = {"spec": leaf["spec"]}
         o = {"apiVersion": api_version, "kind": workload.kind, "metadata": {"name": "x", "namespace": "ml"}}

@@ -12,7 +12,7 @@ import yaml
 from policies import pointer
 from policies.config import load_config
 from policies.podspec import WORKLOADS, extract
-from tests.support.paths import CORPUS, FIXTURES
+from tests.support.paths import CORPUS, FIXTURES, requires_shared
 
 PODSPEC_FIXTURES = FIXTURES / "podspec"
 FILES = sorted(PODSPEC_FIXTURES.glob("*.yaml"))
@@ -119,3 +119,48 @@ def test_corpus_workloads_yield_pod_specs_with_containers(doc: dict[str, Any]) -
     templates = extract(doc)
     assert templates, "a known workload kind yielded no pod spec"
     assert any(t.containers for t in templates)
+
+
+def _objects_of(kind_key: tuple[str, str], roots: list[Path]) -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for root in roots:
+        for path in sorted(root.rglob("*.y*ml")):
+            try:
+                docs = list(yaml.safe_load_all(path.read_text()))
+            except yaml.YAMLError:
+                continue
+            for doc in docs:
+                api_version = doc.get("apiVersion") if isinstance(doc, dict) else None
+                if isinstance(api_version, str) and (api_version.rpartition("/")[0], doc.get("kind")) == kind_key:
+                    found.append((path.name, doc))
+    return found
+
+
+def _wildcard_collections(obj: dict[str, Any], pattern: tuple[str, ...]) -> list[Any]:
+    """The values the first ``*`` of ``pattern`` runs over in ``obj`` (absent paths give none)."""
+    node: Any = obj
+    for segment in pattern[: pattern.index("*")]:
+        if not isinstance(node, dict) or segment not in node:
+            return []
+        node = node[segment]
+    return [node]
+
+
+WILDCARD_LOCATIONS = [(w, loc) for w in WORKLOADS for loc in w.locations if loc.wildcard is not None]
+
+
+@requires_shared(CORPUS)
+@pytest.mark.parametrize(
+    ("workload", "location"), WILDCARD_LOCATIONS, ids=[f"{w.kind}:{'/'.join(loc.pattern)}" for w, loc in WILDCARD_LOCATIONS]
+)
+def test_wildcard_declarations_match_real_objects(workload: Any, location: Any) -> None:
+    """What each ``*`` runs over (list or map) is declared in the table, and the webhook's CEL relies
+    on it; check it on the public corpus (real upstream manifests), falling back to the fixtures
+    only for kinds the corpus lacks."""
+    key = (workload.group, workload.kind)
+    examples = _objects_of(key, [CORPUS / "real"]) or _objects_of(key, [PODSPEC_FIXTURES])
+    collections = [(name, c) for name, obj in examples for c in _wildcard_collections(obj, location.pattern)]
+    assert collections, f"no example of {workload.kind} with /{'/'.join(location.pattern)}"
+    expected = list if location.wildcard == "list" else dict
+    for name, collection in collections:
+        assert isinstance(collection, expected), f"{name}: {location.pattern} holds a {type(collection).__name__}"

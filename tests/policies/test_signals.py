@@ -1,0 +1,67 @@
+"""The GPU-access signals: one definition for the engine's pre-filter, the bypass rule and the webhook's CEL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from policies import evaluate
+from policies.signals import DEVICE_ENV_NAMES, HOST_PATH_MARKERS, is_device_host_path
+
+DEVICE_PATHS = ["/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-caps", "/dev/dri", "/dev/dri/renderD128"]
+
+def spellings(path: str) -> list[str]:
+    """The same path written in ways the kernel resolves to it."""
+    name = path.rsplit("/", 1)[-1]
+    return [path, "/" + path, path + "/", "/." + path, path + "/.", path + "/../" + name, path.replace("/dev/", "/dev//")]
+
+NOT_DEVICES = ["/dev/driver", "/dev/null", "/var/lib/nvidia-data", "/dev", "", "dev/nvidia0"]
+
+
+def pod(**spec: Any) -> dict[str, Any]:
+    containers = spec.pop("containers", [{"name": "c", "image": "busybox"}])
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},
+            "spec": {"containers": containers, **spec}}
+
+
+@pytest.mark.parametrize("path", DEVICE_PATHS)
+def test_device_paths_in_any_spelling(path: str) -> None:
+    for spelt in spellings(path):
+        assert is_device_host_path(spelt), spelt
+
+
+@pytest.mark.parametrize("path", NOT_DEVICES)
+def test_other_paths_are_not_devices(path: str) -> None:
+    assert not is_device_host_path(path)
+
+
+@given(st.text(alphabet="/.abcdeinrvu0-", max_size=30))
+def test_coarse_markers_cover_every_device_path(path: str) -> None:
+    """Whatever the precise test accepts, the coarse CEL test (substring markers) accepts too."""
+    if is_device_host_path(path):
+        assert any(marker in path for marker in HOST_PATH_MARKERS)
+
+
+@pytest.mark.parametrize("name", DEVICE_ENV_NAMES)
+def test_env_signal_reaches_the_rule(name: str) -> None:
+    ev = evaluate(pod(containers=[{"name": "c", "image": "busybox", "env": [{"name": name, "value": "all"}]}]))
+    assert ev.gpu_related
+    assert [f.rule for f in ev.findings] == ["gpu-device-access-bypass"]
+
+
+@pytest.mark.parametrize("path", ["/dev/nvidia0", "//dev/./nvidia0", "/dev/dri/renderD128"])
+def test_host_path_signal_reaches_the_rule(path: str) -> None:
+    ev = evaluate(pod(volumes=[{"name": "d", "hostPath": {"path": path}}]))
+    assert ev.gpu_related
+    assert [f.rule for f in ev.findings] == ["gpu-device-access-bypass"]
+
+
+def test_unrelated_signals_are_not_gpu_related() -> None:
+    ev = evaluate(pod(
+        containers=[{"name": "c", "image": "x", "env": [{"name": "NVIDIA_REQUIRE_CUDA", "value": "cuda>=12"}]}],
+        volumes=[{"name": "d", "hostPath": {"path": "/dev/driver"}}],
+    ))
+    assert not ev.gpu_related and not ev.findings
