@@ -46,6 +46,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from gpuguard.installation import problem
+
+    broken = problem()
+    if broken is not None:
+        sys.stderr.write(f"gpuguard: {broken}\n")
+        return 2
     args_list = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in args_list if not a.startswith("-")), None)
     parser = build_parser(chosen if chosen in SUBCOMMANDS else None)

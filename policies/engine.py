@@ -106,7 +106,7 @@ def is_gpu_related(pod: PodTemplate, config: Config) -> bool:
     if _names_gpu(as_dict(spec.get("resources")), is_gpu):
         return True
     for vol in as_list(spec.get("volumes")):
-        host = as_dict(vol.get("hostPath")) if isinstance(vol, dict) else {}
+        host = as_dict(as_dict(vol).get("hostPath"))
         if isinstance(host.get("path"), str) and is_device_host_path(host["path"]):
             return True
     return False

@@ -12,13 +12,13 @@ current ``nvidia.com/cuda.driver-version.{major,minor,revision,full}`` /
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, TypeVar
 
 from policies.quantity import try_parse
+from policies.shapes import as_list, as_mapping
 
 LABEL_PRODUCT = "nvidia.com/gpu.product"
 LABEL_DRIVER_FULL = "nvidia.com/cuda.driver-version.full"
@@ -164,7 +164,6 @@ class ClusterFacts:
     nodes: tuple[NodeFacts, ...] = ()
     runtime_classes: Mapping[str, RuntimeClassFacts] = field(default_factory=dict)
     source: str = "none"
-    loaded_at: float = field(default_factory=time.time)
     groups: tuple[NodeGroup, ...] = field(init=False, default=())
 
     def __post_init__(self) -> None:
@@ -248,17 +247,14 @@ def _str_map(value: Any) -> dict[str, str]:
 
 
 def node_from_object(obj: Mapping[str, Any]) -> NodeFacts | None:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
-    assert isinstance(meta, Mapping)
+    meta = as_mapping(obj.get("metadata"))
     name = meta.get("name")
     if not isinstance(name, str):
         return None
-    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
-    status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
-    assert isinstance(spec, Mapping) and isinstance(status, Mapping)
+    spec = as_mapping(obj.get("spec"))
+    status = as_mapping(obj.get("status"))
     taints = []
-    raw_taints = spec.get("taints")
-    for t in raw_taints if isinstance(raw_taints, list) else ():
+    for t in as_list(spec.get("taints")):
         if isinstance(t, Mapping) and isinstance(t.get("key"), str):
             taints.append(Taint(t["key"], str(t.get("value") or ""), str(t.get("effect") or "")))
     allocatable: dict[str, Fraction] = {}
@@ -278,15 +274,12 @@ def node_from_object(obj: Mapping[str, Any]) -> NodeFacts | None:
 
 
 def runtime_class_from_object(obj: Mapping[str, Any]) -> RuntimeClassFacts | None:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
-    assert isinstance(meta, Mapping)
+    meta = as_mapping(obj.get("metadata"))
     name = meta.get("name")
     if not isinstance(name, str):
         return None
-    scheduling = obj.get("scheduling") if isinstance(obj.get("scheduling"), Mapping) else {}
-    assert isinstance(scheduling, Mapping)
-    raw = scheduling.get("tolerations")
-    tolerations = tuple(t for t in raw if isinstance(t, Mapping)) if isinstance(raw, list) else ()
+    scheduling = as_mapping(obj.get("scheduling"))
+    tolerations = tuple(t for t in as_list(scheduling.get("tolerations")) if isinstance(t, Mapping))
     return RuntimeClassFacts(
         name=name,
         handler=str(obj.get("handler") or ""),

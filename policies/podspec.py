@@ -2,7 +2,7 @@
 
 Each entry of ``WORKLOADS`` names an API group, kind, plural resource and served versions, and
 where its pod templates live.  Locations are pointer patterns where ``*`` matches any map key or
-list index.  Three shapes exist:
+list index.  Four shapes exist:
 
 * ``template``  – an object with ``metadata`` and ``spec`` (a PodTemplateSpec);
 * ``podspec``   – a PodSpec-like object whose metadata is the owning object's metadata

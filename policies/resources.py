@@ -67,6 +67,5 @@ class GpuResourceNames:
             return True
         if not is_extended(name):
             return False
-        # nvidia.com/* covers gpu, gpu.shared and mig-* profiles; exclude label-like keys
-        # that are not device-plugin resources is not needed: labels never appear in resources.
+        # nvidia.com/* covers gpu, gpu.shared and the mig-* profiles.
         return name.startswith(self._prefixes)

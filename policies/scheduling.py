@@ -19,6 +19,7 @@ from typing import Any
 from policies.facts import VOLATILE_LABELS, ClusterFacts, NodeFacts, NodeGroup, RuntimeClassFacts, Taint
 from policies.podspec import ContainerRef, PodTemplate
 from policies.quantity import format_quantity, try_parse
+from policies.shapes import as_list, as_mapping
 from policies.types import RelPath
 
 SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
@@ -127,9 +128,8 @@ def _field_matches(expr: Mapping[str, Any], node: NodeFacts) -> bool:
 
 def term_matches(term: Mapping[str, Any], node: NodeFacts) -> bool:
     """A nodeSelectorTerm: expressions and fields ANDed; an empty term matches no node."""
-    raw_exprs, raw_fields = term.get("matchExpressions"), term.get("matchFields")
-    exprs = [e for e in raw_exprs if isinstance(e, Mapping)] if isinstance(raw_exprs, list) else []
-    fields = [e for e in raw_fields if isinstance(e, Mapping)] if isinstance(raw_fields, list) else []
+    exprs = [e for e in as_list(term.get("matchExpressions")) if isinstance(e, Mapping)]
+    fields = [e for e in as_list(term.get("matchFields")) if isinstance(e, Mapping)]
     if not exprs and not fields:
         return False
     for e in exprs:
@@ -193,13 +193,11 @@ def required_terms(spec: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...] | N
 
 
 def pod_node_selector(spec: Mapping[str, Any]) -> dict[str, str]:
-    raw = spec.get("nodeSelector")
-    return {str(k): "" if v is None else str(v) for k, v in raw.items()} if isinstance(raw, Mapping) else {}
+    return {str(k): "" if v is None else str(v) for k, v in as_mapping(spec.get("nodeSelector")).items()}
 
 
 def pod_tolerations(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    raw = spec.get("tolerations")
-    return [t for t in raw if isinstance(t, Mapping)] if isinstance(raw, list) else []
+    return [t for t in as_list(spec.get("tolerations")) if isinstance(t, Mapping)]
 
 
 def constraints_for(pod: PodTemplate, facts: ClusterFacts) -> NodeConstraints:
@@ -225,8 +223,7 @@ def constraints_for(pod: PodTemplate, facts: ClusterFacts) -> NodeConstraints:
     keys = set(selector)
     uses_fields = False
     for term in terms or ():
-        exprs = term.get("matchExpressions")
-        for e in exprs if isinstance(exprs, list) else ():
+        for e in as_list(term.get("matchExpressions")):
             if isinstance(e, Mapping):
                 keys.add(str(e.get("key")))
         if term.get("matchFields"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -13,3 +14,8 @@ def as_list(value: Any) -> list[Any]:
 def as_dict(value: Any) -> dict[str, Any]:
     """``value`` if it is a mapping, else an empty dict."""
     return value if isinstance(value, dict) else {}
+
+
+def as_mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is any mapping (plain or a loader's own type), else an empty one."""
+    return value if isinstance(value, Mapping) else {}

@@ -31,6 +31,7 @@ from policies.facts import (
     node_from_object,
     runtime_class_from_object,
 )
+from policies.shapes import as_mapping
 
 log = logging.getLogger("gpuguard.facts")
 
@@ -211,8 +212,7 @@ class _Reflector:
         obj = event.get("object")
         if not isinstance(obj, Mapping):
             return
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
-        assert isinstance(meta, Mapping)
+        meta = as_mapping(obj.get("metadata"))
         if meta.get("resourceVersion"):
             self.version = str(meta["resourceVersion"])
         self.last_contact = time.monotonic()

@@ -1,6 +1,8 @@
-"""Safe YAML loading for config and cluster snapshot files (not for linted manifests).
+"""Safe YAML loading for config and cluster snapshot files (manifests go through ``loader``).
 
-Uses ruamel.yaml's safe loader; aliases are counted so a "billion laughs" document fails fast.
+ruamel.yaml's safe loader builds plain Python objects and no arbitrary types; an alias becomes a
+shared reference to the anchored object, so a "billion laughs" file costs memory linear in its
+size.  These files are the operator's own (a config, a ``kubectl get`` dump), not untrusted input.
 """
 
 from __future__ import annotations

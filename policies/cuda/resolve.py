@@ -19,6 +19,7 @@ from typing import Any
 
 from policies.cuda.image import cuda_from_image
 from policies.cuda.versions import Version, parse_version
+from policies.shapes import as_list
 
 ANNOTATION = "gpuguard.io/cuda-version"
 
@@ -40,7 +41,7 @@ def parse_image_rules(raw: Any) -> tuple[tuple[ImageRule, ...], list[str]]:
     """Valid rules and a problem description for each entry that is not one."""
     rules: list[ImageRule] = []
     problems: list[str] = []
-    for i, entry in enumerate(raw if isinstance(raw, list) else ()):
+    for i, entry in enumerate(as_list(raw)):
         if not isinstance(entry, Mapping):
             problems.append(f"imageRules[{i}]: expected a mapping with pattern and cudaVersion")
             continue

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 
 from policies.resources import is_extended
 from policies.rule import NeedsFacts, Option, RuleContext
+from policies.shapes import as_dict
 from policies.types import RelOp, Severity, Violation
 
 ID = "gpu-limit-missing"
@@ -40,7 +41,7 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     for c in ctx.pod.containers:
         requests = c.resource_map("requests")
         limits = c.resources.get("limits")
-        limit_map = limits if isinstance(limits, dict) else {}
+        limit_map = as_dict(limits)
         missing = {
             name: value
             for name, value in requests.items()

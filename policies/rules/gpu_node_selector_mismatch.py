@@ -37,6 +37,7 @@ from policies.scheduling import (
     required_terms,
     term_matches,
 )
+from policies.shapes import as_list
 from policies.types import RelPath, Severity, Violation
 
 ID = "gpu-node-selector-mismatch"
@@ -135,7 +136,7 @@ def _affinity_findings(
     term = terms[0]
     out = []
     exprs = term.get("matchExpressions")
-    for i, expr in enumerate(exprs if isinstance(exprs, list) else ()):
+    for i, expr in enumerate(as_list(exprs)):
         if not isinstance(expr, Mapping):
             continue
         key = str(expr.get("key"))

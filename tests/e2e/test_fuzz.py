@@ -7,9 +7,11 @@ meets strings where it expects maps, lists where it expects numbers, and so on.
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
 import httpx
+import jsonpatch
 import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -96,10 +98,15 @@ FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCh
 @FAST
 @given(workloads())
 def test_engine_never_raises_and_patches_apply(example_facts: ClusterFacts, obj: dict[str, Any]) -> None:
-    ev = evaluate(obj, load_config({"mutate": ["gpu-limit-missing", "gpu-taint-not-tolerated"]}), example_facts)
+    config = load_config({"mutate": ["gpu-limit-missing", "gpu-taint-not-tolerated"]})
+    ev = evaluate(obj, config, example_facts)
     for finding in ev.findings:
         assert finding.rule and finding.message and finding.path.startswith("/")
-    ev.patch()  # combining the fixes of a malformed object must not raise either
+    ops = ev.patch(config.mutate)
+    # The ops apply to the very object they were computed for (RFC 6902, as the API server applies
+    # them), and the patched object needs no further fix: the webhook may be reinvoked.
+    patched = jsonpatch.apply_patch(copy.deepcopy(obj), [op.to_dict() for op in ops])
+    assert evaluate(patched, config, example_facts).patch(config.mutate) == []
 
 
 def _post(app: Any, path: str, body: bytes) -> httpx.Response:
