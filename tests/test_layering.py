@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.paths import ROOT
+
+pytestmark = pytest.mark.slow
 
 
 def test_import_contracts_are_kept() -> None:

@@ -13,11 +13,14 @@ from typing import Any
 import httpx
 import jsonpatch
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policies import ClusterFacts, evaluate, load_config
 from webhook.app import StaticFacts, create_app
+
+pytestmark = pytest.mark.slow
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 10) | st.floats(allow_nan=False, allow_infinity=False, width=32)

@@ -17,7 +17,7 @@ from linter.report import Report
 from policies import ClusterFacts, load_config
 from policies.registry import RULES
 from tests.support.lint import line_of, only_rules, run_lint
-from tests.support.paths import FIXTURES, SARIF_SCHEMA
+from tests.support.paths import FIXTURES, SARIF_SCHEMA, requires_shared
 
 LINT = FIXTURES / "lint"
 
@@ -191,7 +191,7 @@ def test_list_items_get_item_pointers(
     assert report["summary"]["objects"] == 2
 
 
-@pytest.mark.skipif(not SARIF_SCHEMA.exists(), reason="SARIF schema not available")
+@requires_shared(SARIF_SCHEMA)
 def test_sarif_validates_and_has_exact_regions(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

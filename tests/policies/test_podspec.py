@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -121,18 +122,23 @@ def test_corpus_workloads_yield_pod_specs_with_containers(doc: dict[str, Any]) -
     assert any(t.containers for t in templates)
 
 
-def _objects_of(kind_key: tuple[str, str], roots: list[Path]) -> list[tuple[str, dict[str, Any]]]:
+@functools.cache
+def _documents(root: Path) -> tuple[tuple[str, Any], ...]:
+    found: list[tuple[str, Any]] = []
+    for path in sorted(root.rglob("*.y*ml")):
+        try:
+            found.extend((path.name, doc) for doc in yaml.safe_load_all(path.read_text()))
+        except yaml.YAMLError:
+            continue
+    return tuple(found)
+
+
+def _objects_of(kind_key: tuple[str, str], root: Path) -> list[tuple[str, dict[str, Any]]]:
     found = []
-    for root in roots:
-        for path in sorted(root.rglob("*.y*ml")):
-            try:
-                docs = list(yaml.safe_load_all(path.read_text()))
-            except yaml.YAMLError:
-                continue
-            for doc in docs:
-                api_version = doc.get("apiVersion") if isinstance(doc, dict) else None
-                if isinstance(api_version, str) and (api_version.rpartition("/")[0], doc.get("kind")) == kind_key:
-                    found.append((path.name, doc))
+    for name, doc in _documents(root):
+        api_version = doc.get("apiVersion") if isinstance(doc, dict) else None
+        if isinstance(api_version, str) and (api_version.rpartition("/")[0], doc.get("kind")) == kind_key:
+            found.append((name, doc))
     return found
 
 
@@ -158,7 +164,7 @@ def test_wildcard_declarations_match_real_objects(workload: Any, location: Any) 
     on it; check it on the public corpus (real upstream manifests), falling back to the fixtures
     only for kinds the corpus lacks."""
     key = (workload.group, workload.kind)
-    examples = _objects_of(key, [CORPUS / "real"]) or _objects_of(key, [PODSPEC_FIXTURES])
+    examples = _objects_of(key, CORPUS / "real") or _objects_of(key, PODSPEC_FIXTURES)
     collections = [(name, c) for name, obj in examples for c in _wildcard_collections(obj, location.pattern)]
     assert collections, f"no example of {workload.kind} with /{'/'.join(location.pattern)}"
     expected = list if location.wildcard == "list" else dict

@@ -22,6 +22,8 @@ from tests.support.fake_apiserver import DEADLINE, EXPIRED, FakeApiServer, cpu_n
 from webhook import live_facts
 from webhook.live_facts import LiveFacts, backoff_delay
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture
 def api() -> Iterator[FakeApiServer]:

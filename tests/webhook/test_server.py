@@ -34,6 +34,8 @@ from certs.tls import Bundle, generate_bundle
 from policies import pointer
 from tests.support.paths import CORPUS, EXAMPLES, FIXTURES, ROOT
 
+pytestmark = pytest.mark.integration
+
 ADMISSION = FIXTURES / "admission"
 SERVE = [sys.executable, "-m", "gpuguard.cli", "serve"]
 LOCAL_SANS = ["localhost", "127.0.0.1"]

@@ -13,7 +13,7 @@ import yaml
 from policies import evaluate, load_config
 from policies.config import Config, ConfigError
 from policies.types import Finding, Severity
-from tests.support.paths import CORPUS, load_yaml_docs
+from tests.support.paths import CORPUS, load_yaml_docs, requires_shared
 
 NO_FACTS_RULES = (
     "gpu-limit-missing",
@@ -275,8 +275,6 @@ def test_memory_limit_counts_only_gpu_containers() -> None:
 
 
 def _corpus_docs() -> list[Any]:
-    if not CORPUS.exists():
-        pytest.skip("public corpus not present")
     docs: list[Any] = []
     for path in sorted((CORPUS / "real").iterdir()):
         try:
@@ -286,6 +284,7 @@ def _corpus_docs() -> list[Any]:
     return docs
 
 
+@requires_shared(CORPUS)
 def test_corpus_findings_are_well_formed_and_fixes_are_idempotent() -> None:
     docs = _corpus_docs()
     assert docs
