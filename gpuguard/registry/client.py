@@ -401,8 +401,15 @@ class RegistryClient:
             resp = await self._send(url, accept, auth, limit, what)
             if resp.status == 401:
                 credential = self.credentials.find(ref.domain, ref.repository)
-                who = f"the credentials from {credential.origin}" if credential else "anonymous access"
-                raise RegistryError(f"unauthorized: {ref.domain} refused {who} to {ref.repository}")
+                if credential is not None:
+                    raise RegistryError(
+                        f"unauthorized: {ref.domain} refused the credentials from {credential.origin} "
+                        f"for {ref.repository}"
+                    )
+                raise RegistryError(
+                    f"unauthorized: {ref.domain} refused anonymous access to {ref.repository}; "
+                    + self._no_credentials(ref)
+                )
         if resp.status == 200:
             return resp
         detail = _registry_errors(resp.body)
