@@ -89,14 +89,14 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @dataclass
-class TestCA:
+class RegistryCA:
     dir: Path
     cert: Path
     key: rsa.RSAPrivateKey
     certificate: x509.Certificate
 
     @classmethod
-    def create(cls, directory: Path) -> TestCA:
+    def create(cls, directory: Path) -> RegistryCA:
         directory.mkdir(parents=True, exist_ok=True)
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"gpuguard test CA {uuid.uuid4().hex[:8]}")])
@@ -257,7 +257,7 @@ class Layout:
 @dataclass
 class Registry:
     port: int
-    ca: TestCA
+    ca: RegistryCA
     proc: subprocess.Popen[bytes]
     log: Path
     push_creds: str | None = None
@@ -292,7 +292,7 @@ def registry_config(root: Path, port: int, cert: Path, key: Path, auth: dict[str
 
 
 @contextlib.contextmanager
-def run_registry(tmp: Path, ca: TestCA, auth: dict[str, Any], push_creds: str | None) -> Iterator[Registry]:
+def run_registry(tmp: Path, ca: RegistryCA, auth: dict[str, Any], push_creds: str | None) -> Iterator[Registry]:
     port = free_port()
     cert, key, _, _ = ca.issue("registry")
     skopeo_dir = ca.dir / "skopeo"
@@ -334,7 +334,7 @@ class TokenIssuer:
     ``grants(user, repository) -> actions``: what a user (None = anonymous) may do.
     """
 
-    ca: TestCA
+    ca: RegistryCA
     service: str
     issuer: str
     users: Mapping[str, str]
@@ -438,6 +438,7 @@ class Hostile:
     requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
     port: int = 0
+    ca: Path | None = None  # the CA of its TLS certificate
 
     @property
     def host(self) -> str:
@@ -462,7 +463,9 @@ def run_hostile(state: Hostile, context: ssl.SSLContext | None) -> Iterator[Host
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)
-            if "Content-Length" not in headers:
+            if headers.get("Connection") == "close":
+                self.close_connection = True  # the body ends when the connection does
+            elif "Content-Length" not in headers:
                 self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             with contextlib.suppress(OSError):
