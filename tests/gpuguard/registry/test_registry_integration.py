@@ -8,8 +8,6 @@ import base64
 import hashlib
 import json
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from gpuguard.registry.cache import DiskStore, MemoryStore
 from gpuguard.registry.client import ClientOptions, RegistryClient
 from gpuguard.registry.resolver import Resolver
 from policies.images import ImageLookup
+from tests.gpuguard.registry.conftest import TokenSetup
 from tests.support.registry import (
     OCI_CONFIG,
     OCI_MANIFEST,
@@ -27,19 +26,13 @@ from tests.support.registry import (
     Registry,
     RegistryCA,
     TokenIssuer,
-    htpasswd_auth,
     image_blobs,
-    require_tools,
     run_hostile,
-    run_registry,
     run_token_issuer,
 )
 
 pytestmark = pytest.mark.integration
 
-AMD64_ENV = ["PATH=/usr/bin", "CUDA_VERSION=12.8.1", "NVIDIA_REQUIRE_CUDA=cuda>=12.8 brand=tesla,driver>=535,driver<536"]
-ARM64_ENV = ["PATH=/usr/bin", "CUDA_VERSION=12.6.3", "NVIDIA_REQUIRE_CUDA=cuda>=12.6"]
-SINGLE_ENV = ["CUDA_VERSION=12.4.1", "NVIDIA_DISABLE_REQUIRE=true"]
 
 
 def auth_file(path: Path, entries: dict[str, tuple[str, str]]) -> Path:
@@ -70,53 +63,6 @@ def lookup(
             await client.aclose()
 
     return asyncio.run(run())
-
-
-@pytest.fixture(scope="module")
-def ca(tmp_path_factory: pytest.TempPathFactory) -> RegistryCA:
-    return RegistryCA.create(tmp_path_factory.mktemp("ca"))
-
-
-@pytest.fixture(scope="module")
-def layout(tmp_path_factory: pytest.TempPathFactory) -> Layout:
-    out = Layout(tmp_path_factory.mktemp("layout") / "oci")
-    out.add("12.4", {"amd64": (SINGLE_ENV, {"org.opencontainers.image.title": "single"})}, multi=False)
-    out.add("multi", {"amd64": (AMD64_ENV, {"arch": "amd64"}), "arm64": (ARM64_ENV, {"arch": "arm64"})}, multi=True)
-    return out
-
-
-@pytest.fixture(scope="module")
-def basic_registry(tmp_path_factory: pytest.TempPathFactory, ca: RegistryCA, layout: Layout) -> Iterator[Registry]:
-    require_tools()
-    tmp = tmp_path_factory.mktemp("basic")
-    auth = htpasswd_auth(tmp, {"pusher": "push-secret", "reader": "read-secret"})
-    with run_registry(tmp, ca, auth, "pusher:push-secret") as registry:
-        registry.push(layout, "12.4", "cuda/app")
-        registry.push(layout, "multi", "cuda/app")
-        yield registry
-
-
-def _grants(user: str | None, repository: str) -> set[str]:
-    if user == "alice":
-        return {"pull", "push"}
-    return {"pull"} if repository.startswith("public/") else set()
-
-
-@dataclass
-class TokenSetup:
-    registry: Registry
-    issuer: TokenIssuer
-
-
-@pytest.fixture(scope="module")
-def token_registry(tmp_path_factory: pytest.TempPathFactory, ca: RegistryCA, layout: Layout) -> Iterator[TokenSetup]:
-    require_tools()
-    tmp = tmp_path_factory.mktemp("token")
-    issuer = TokenIssuer(ca, "gpuguard-test-registry", "gpuguard-test-issuer", {"alice": "alice-secret"}, _grants)
-    with run_token_issuer(issuer), run_registry(tmp, ca, issuer.auth_config(), "alice:alice-secret") as registry:
-        registry.push(layout, "multi", "public/app")
-        registry.push(layout, "12.4", "private/app")
-        yield TokenSetup(registry, issuer)
 
 
 # -- Basic auth, TLS, platforms ----------------------------------------------------------------------
@@ -234,12 +180,6 @@ def _serve_image(state: Hostile, repository: str, tag: str, env: list[str]) -> t
     state.routes[f"/v2/{repository}/manifests/{manifest.digest}"] = state.routes[f"/v2/{repository}/manifests/{tag}"]
     state.routes[f"/v2/{repository}/blobs/{config.digest}"] = (200, {"Content-Type": OCI_CONFIG}, config.data)
     return manifest.digest, manifest.data, config.data
-
-
-@pytest.fixture
-def hostile(ca: RegistryCA) -> Iterator[Hostile]:
-    with run_hostile(Hostile(ca=ca.cert), ca.server_context("hostile")) as state:
-        yield state
 
 
 def test_a_hanging_registry_times_out(hostile: Hostile) -> None:
