@@ -150,7 +150,15 @@ class AdmissionEndpoint:
         from gpuguard.registry.facts import gpu_node_arches, pairs_in
 
         try:
-            pairs = pairs_in((req.obj,), self.config, gpu_node_arches(facts, self.config))
+            obj, config = req.obj, self.config
+            # Controllers create many pods that differ only in metadata: the images of a spec are
+            # computed once per facts snapshot (serialising the spec is far cheaper than extracting).
+            meta = obj.get("metadata") or {}
+            where = (obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"))
+            key = ("registry:pairs", id(config), where, orjson.dumps(obj.get("spec")))
+            pairs = facts.memoised(
+                key, lambda: tuple(pairs_in((obj,), config, gpu_node_arches(facts, config))), owner=config
+            )
             return await self.images.prepare(pairs) if pairs else None
         except Exception:  # lookups are advisory: a fault here must not fail the review
             log.exception("%s: image lookups failed for uid=%s", self.endpoint, req.uid)
