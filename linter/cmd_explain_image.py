@@ -22,6 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="cluster snapshot (kubectl get nodes,runtimeclasses -o yaml), or 'sample' for the bundled one",
     )
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    parser.add_argument("--config", metavar="FILE", help="gpuguard config (for its registry: settings)")
+    from gpuguard.registry.cli import add_arguments as add_registry_arguments
+
+    add_registry_arguments(parser, default_on=False)
 
 
 def _report(image: str, cluster: str | None) -> dict[str, Any]:
@@ -68,6 +72,51 @@ def _report(image: str, cluster: str | None) -> dict[str, Any]:
     return report
 
 
+def _registry_section(args: argparse.Namespace, image: str) -> list[dict[str, Any]] | None:
+    """What the image's registry says, per architecture of the GPU nodes; None when off."""
+    from gpuguard.registry.cli import effective_settings, prefetch
+    from gpuguard.registry.facts import DEFAULT_ARCHES, gpu_node_arches
+    from gpuguard.sources.configfile import load_config_file
+
+    config, _ = load_config_file(args.config)
+    settings = effective_settings(config.registry, args)
+    if settings is None:
+        return None
+    if args.cluster:
+        from gpuguard.sources.snapshot import load_cluster_facts
+
+        arches = gpu_node_arches(load_cluster_facts(args.cluster), config)
+    else:
+        arches = DEFAULT_ARCHES
+    view, cache_problem = prefetch(settings, [(image, arch) for arch in arches])
+    if cache_problem:
+        print(f"gpuguard explain-image: note: {cache_problem}", file=sys.stderr)
+    section = []
+    for (_, arch), lookup in view.items():
+        entry: dict[str, Any] = {"arch": arch, "status": lookup.status, "detail": lookup.detail or None}
+        if lookup.config is not None:
+            env = dict(lookup.config.env)
+            entry.update(
+                digest=lookup.config.digest,
+                source=lookup.config.source,
+                env={k: env[k] for k in ("CUDA_VERSION", "NVIDIA_REQUIRE_CUDA", "NVIDIA_DISABLE_REQUIRE") if k in env},
+            )
+        section.append(entry)
+    return section
+
+
+def _registry_text(section: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for entry in section:
+        head = f"registry (linux/{entry['arch']}): "
+        if entry["status"] != "found":
+            lines.append(head + f"{entry['status']}: {entry['detail']}; judged by offline knowledge")
+            continue
+        shown = ", ".join(f"{k}={v}" for k, v in entry["env"].items()) or "no CUDA_VERSION or NVIDIA_REQUIRE_* in Env"
+        lines.append(head + f"{shown} (from {entry['source']})")
+    return lines
+
+
 def _text(report: dict[str, Any]) -> str:
     lines = [f"image: {report['image']}"]
     if report["cuda"] is None:
@@ -99,17 +148,23 @@ def _text(report: dict[str, Any]) -> str:
                 driver = "no driver labels"
             verdict = g["mode"] or "CUDA version unknown"
             lines.append(f"  {names}{product}: {driver}: {verdict}")
+    if report.get("registry") is not None:
+        lines.extend(_registry_text(report["registry"]))
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
+    from gpuguard.registry.cli import RegistryUsageError
     from gpuguard.sources.yamlsafe import InputError
 
     try:
         report = _report(args.image, args.cluster)
-    except InputError as exc:
+        registry = _registry_section(args, args.image)
+    except (InputError, RegistryUsageError) as exc:
         print(f"gpuguard explain-image: {exc}", file=sys.stderr)
         return 2
+    if registry is not None:
+        report["registry"] = registry
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from linter.report import Report
     from policies.config import Config
     from policies.facts import ClusterFacts
+    from policies.images import ImageFacts
 
 FORMATS = ("text", "json", "sarif", "github")
 LEVELS = ("error", "warning", "info")
@@ -53,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the fixes as a unified diff and write nothing (the report then goes to stderr)",
     )
+    from gpuguard.registry.cli import add_arguments as add_registry_arguments
+
+    add_registry_arguments(parser, default_on=False)
 
 
 def _render(report: Report, fmt: str, stream: TextIO) -> None:
@@ -62,7 +66,9 @@ def _render(report: Report, fmt: str, stream: TextIO) -> None:
     renderers[fmt](report, stream)
 
 
-def _fix(item: Input, result: FileResult, config: Config, facts: ClusterFacts) -> tuple[str | None, FileResult]:
+def _fix(
+    item: Input, result: FileResult, config: Config, facts: ClusterFacts, images: ImageFacts | None
+) -> tuple[str | None, FileResult]:
     """(fixed text, its lint result), or (None, original result) when nothing was fixed."""
     from gpuguard.sources.yamlsafe import InputError
     from linter.fixer import FixError, fixed_text
@@ -76,7 +82,7 @@ def _fix(item: Input, result: FileResult, config: Config, facts: ClusterFacts) -
         return None, result
     if new_text is None:
         return None, result
-    after = lint_text(new_text, item.name, config, facts)
+    after = lint_text(new_text, item.name, config, facts, images)
     leftover = after.patches()
     if leftover or after.errors:
         rules = sorted({f.finding.rule for f in after.findings if f.finding.fix})
@@ -89,6 +95,7 @@ def _fix(item: Input, result: FileResult, config: Config, facts: ClusterFacts) -
 def run(args: argparse.Namespace) -> int:
     import difflib
 
+    from gpuguard.registry.cli import RegistryUsageError, effective_settings
     from gpuguard.sources.configfile import load_config_file
     from gpuguard.sources.inputs import collect
     from gpuguard.sources.snapshot import load_cluster_facts
@@ -101,23 +108,37 @@ def run(args: argparse.Namespace) -> int:
     try:
         config, _ = load_config_file(args.config)
         facts = load_cluster_facts(args.cluster) if args.cluster else ClusterFacts.empty()
+        registry = effective_settings(config.registry, args)
     except InputError as exc:
         sys.stderr.write(f"gpuguard lint: {exc.file}:{exc.line}: {exc.message}\n")
+        return EXIT_ERROR
+    except RegistryUsageError as exc:
+        sys.stderr.write(f"gpuguard lint: {exc}\n")
         return EXIT_ERROR
 
     inputs, missing = collect(args.paths or ["."])
     report = Report(errors=missing, fail_on=Severity.parse(args.fail_on), cluster=args.cluster)
     stdin_fixed: list[str] = []
     diff: list[str] = []
+    texts: list[tuple[Input, str]] = []
     for item in inputs:
         try:
-            text = item.read()
+            texts.append((item, item.read()))
         except InputError as exc:
             report.errors.append(exc)
-            continue
-        result = lint_text(text, item.name, config, facts)
+    images = None
+    if registry is not None:  # every image is looked up before any object is evaluated
+        from linter.image_lookups import look_up_images
+
+        try:
+            images = look_up_images(((i.name, t) for i, t in texts), config, facts, registry)
+        except RegistryUsageError as exc:
+            sys.stderr.write(f"gpuguard lint: {exc}\n")
+            return EXIT_ERROR
+    for item, text in texts:
+        result = lint_text(text, item.name, config, facts, images)
         if args.fix or args.diff:
-            new_text, after = _fix(item, result, config, facts)
+            new_text, after = _fix(item, result, config, facts, images)
             if args.diff and new_text is not None:
                 name = item.name
                 diff.extend(

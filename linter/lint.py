@@ -12,6 +12,7 @@ from linter.positions import locate
 from policies.config import Config
 from policies.engine import Evaluation, evaluate
 from policies.facts import ClusterFacts
+from policies.images import ImageFacts
 from policies.types import Finding, PatchOp
 
 
@@ -117,7 +118,15 @@ def _objects(doc: Document, file: str, line: int) -> tuple[list[tuple[str, dict[
     return objects, errors
 
 
-def lint_text(text: str, file: str, config: Config, facts: ClusterFacts) -> FileResult:
+def objects_in(doc: Document, file: str) -> list[dict[str, Any]]:
+    """The Kubernetes objects of one parsed document (what ``lint_text`` evaluates)."""
+    line = doc.node.start_mark.line + 1 if doc.node is not None else 1
+    return [obj for _, obj in _objects(doc, file, line)[0]]
+
+
+def lint_text(
+    text: str, file: str, config: Config, facts: ClusterFacts, images: ImageFacts | None = None
+) -> FileResult:
     result = FileResult(file)
     parsed = parse_text(text, file)
     result.parsed = parsed
@@ -128,7 +137,7 @@ def lint_text(text: str, file: str, config: Config, facts: ClusterFacts) -> File
         result.errors.extend(errors)
         for prefix, obj in objects:
             try:
-                ev = evaluate(obj, config, facts)
+                ev = evaluate(obj, config, facts, images)
             except Exception as exc:  # an engine fault must not hide the other inputs' results
                 name = (obj.get("metadata") or {}).get("name") if isinstance(obj.get("metadata"), dict) else None
                 result.errors.append(

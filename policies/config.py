@@ -9,6 +9,7 @@
       - {apiVersion: example.com/v1, kind: Trainer, template: /spec/workers/*/template}
       - {apiVersion: example.com/v1, kind: Server, podSpec: /spec/pod}
     failureMode: allow | deny         # webhook answer when the engine itself fails
+    registry: {enabled: true, ...}    # image config lookups (see policies.registry_config)
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from typing import Any
 from policies import pointer
 from policies.podspec import Location, Shape, Workload, index_workloads
 from policies.registry import RULES
+from policies.registry_config import RegistryConfigError, RegistrySettings, parse_registry_settings
 from policies.resources import GpuResourceNames
 from policies.types import Severity
 
-TOP_LEVEL_KEYS = ("rules", "mutate", "exemptNamespaces", "gpuResourceNames", "podTemplatePaths", "failureMode")
+TOP_LEVEL_KEYS = (
+    "rules", "mutate", "exemptNamespaces", "gpuResourceNames", "podTemplatePaths", "failureMode", "registry"
+)
 
 
 class ConfigError(ValueError):
@@ -45,6 +49,7 @@ class Config:
     gpu_resource_names: tuple[str, ...] = ()
     extra_workloads: tuple[Workload, ...] = ()
     failure_mode: str = "allow"
+    registry: RegistrySettings = field(default_factory=RegistrySettings)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", index_workloads(self.extra_workloads))
@@ -176,6 +181,10 @@ def load_config(raw: Any) -> Config:
     failure = raw.get("failureMode", "allow")
     if failure not in ("allow", "deny"):
         raise ConfigError(f"failureMode: expected allow or deny, got {failure!r}")
+    try:
+        registry = parse_registry_settings(raw.get("registry"))
+    except RegistryConfigError as exc:
+        raise ConfigError(str(exc)) from None
     return Config(
         rules=rules,
         mutate=tuple(mutate_raw),
@@ -183,4 +192,5 @@ def load_config(raw: Any) -> Config:
         gpu_resource_names=tuple(str(n) for n in extra),
         extra_workloads=tuple(_template_path(i, p) for i, p in enumerate(paths)),
         failure_mode=str(failure),
+        registry=registry,
     )

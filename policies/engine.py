@@ -9,6 +9,7 @@ from typing import Any
 from policies import pointer
 from policies.config import Config, RuleSettings
 from policies.facts import ClusterFacts
+from policies.images import ImageFacts, NoImageFacts
 from policies.memo import TemplateAnalysis, rule_results_key
 from policies.patching import apply_patch, combine
 from policies.podspec import PodTemplate, extract
@@ -33,6 +34,7 @@ class Evaluation:
     skipped_rules: tuple[str, ...] = ()  # rules that need facts, skipped for lack of them
     exempt: bool = False
     gpu_related: bool = False
+    images: ImageFacts = field(default_factory=NoImageFacts)
 
     def blocking(self) -> list[Finding]:
         return [f for f in self.findings if f.severity is Severity.ERROR]
@@ -55,7 +57,7 @@ class Evaluation:
             return []
         doc = apply_patch(self.obj, ops)
         for _ in range(MAX_FIX_ROUNDS - 1):
-            more = combine(doc, fixes(evaluate(doc, self.config, self.facts).findings))
+            more = combine(doc, fixes(evaluate(doc, self.config, self.facts, self.images).findings))
             if not more:
                 break
             ops.extend(more)
@@ -112,11 +114,16 @@ def is_gpu_related(pod: PodTemplate, config: Config) -> bool:
     return False
 
 
-def evaluate(obj: dict[str, Any], config: Config | None = None, facts: ClusterFacts | None = None) -> Evaluation:
+def evaluate(
+    obj: dict[str, Any],
+    config: Config | None = None,
+    facts: ClusterFacts | None = None,
+    images: ImageFacts | None = None,
+) -> Evaluation:
     config = config or Config()
     facts = facts or ClusterFacts.empty()
     has_facts = not facts.is_empty
-    ev = Evaluation(obj=obj, config=config, facts=facts)
+    ev = Evaluation(obj=obj, config=config, facts=facts, images=images or NoImageFacts())
     meta = as_dict(obj.get("metadata"))
     namespace = str(meta.get("namespace") or "")
     name = str(meta.get("name") or meta.get("generateName") or "")

@@ -12,10 +12,11 @@ Nothing on the request path does network I/O; cluster facts are read from
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio.to_thread
 import orjson
@@ -28,6 +29,10 @@ from policies.engine import evaluate
 from policies.facts import ClusterFacts
 from webhook import admission
 from webhook.metrics import CONTENT_TYPE, Metrics
+
+if TYPE_CHECKING:
+    from gpuguard.registry.facts import ResolvedImages
+    from gpuguard.registry.service import ImageLookupService
 
 log = logging.getLogger("gpuguard.webhook")
 
@@ -124,8 +129,10 @@ class AdmissionEndpoint:
         metrics: Metrics,
         max_body_bytes: int,
         evaluator: admission.Evaluator,
+        images: ImageLookupService | None = None,
     ) -> None:
         self.mutating = mutating
+        self.images = images
         self.endpoint = "mutate" if mutating else "validate"
         self.config = config
         self.facts = facts
@@ -133,6 +140,29 @@ class AdmissionEndpoint:
         self.max_body_bytes = max_body_bytes
         self.evaluator = evaluator
         self.decide = admission.mutate if mutating else admission.validate
+
+    async def _image_view(self, req: admission.AdmissionRequest, facts: ClusterFacts) -> ResolvedImages | None:
+        """Registry facts for the review's GPU images, waiting at most the review budget."""
+        if self.images is None or req.obj is None or admission.allowed_at_once(req):
+            return None
+        if self.mutating and not self.config.mutate:
+            return None
+        from gpuguard.registry.facts import gpu_node_arches, pairs_in
+
+        try:
+            obj, config = req.obj, self.config
+            # Controllers create many pods that differ only in metadata: the images of a spec are
+            # computed once per facts snapshot (serialising the spec is far cheaper than extracting).
+            meta = obj.get("metadata") or {}
+            where = (obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"))
+            key = ("registry:pairs", id(config), where, orjson.dumps(obj.get("spec")))
+            pairs = facts.memoised(
+                key, lambda: tuple(pairs_in((obj,), config, gpu_node_arches(facts, config))), owner=config
+            )
+            return await self.images.prepare(pairs) if pairs else None
+        except Exception:  # lookups are advisory: a fault here must not fail the review
+            log.exception("%s: image lookups failed for uid=%s", self.endpoint, req.uid)
+            return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -152,20 +182,28 @@ class AdmissionEndpoint:
             log.warning("%s: bad AdmissionReview: %s", self.endpoint, exc)
             await send_json(send, 400, orjson.dumps({"error": "bad AdmissionReview", "reason": str(exc)}))
             return
+        facts = self.facts.current()
+        view = await self._image_view(req, facts)
+        evaluator = self.evaluator
+        if view is not None:
+            evaluator = functools.partial(cast(Any, self.evaluator), images=view)
         try:
-            facts = self.facts.current()
             if len(body) > INLINE_BODY_BYTES:
                 # A very large object (thousands of containers) takes tens of milliseconds or
                 # more; evaluating it on a worker thread keeps the event loop answering others.
-                verdict = await anyio.to_thread.run_sync(self.decide, req, self.config, facts, self.evaluator)
+                verdict = await anyio.to_thread.run_sync(self.decide, req, self.config, facts, evaluator)
             else:
-                verdict = self.decide(req, self.config, facts, self.evaluator)
+                verdict = self.decide(req, self.config, facts, evaluator)
         except Exception:
             log.exception(
                 "%s: engine failed on %s %s/%s uid=%s", self.endpoint, req.kind, req.namespace, req.name, req.uid
             )
             self.metrics.count_error(self.endpoint, "engine_error")
             verdict = admission.engine_failure(self.mutating, self.config)
+        if view is not None and not self.mutating:
+            from gpuguard.registry.service import warnings_for
+
+            verdict.warnings = admission.capped([*verdict.warnings, *warnings_for(view)])
         payload = admission.encode_response(req.uid, verdict)
         await send_json(send, 200, payload)
         if verdict.findings and not self.mutating:
@@ -200,15 +238,25 @@ def create_app(
     metrics: Metrics | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     evaluator: admission.Evaluator = evaluate,
+    image_lookups: ImageLookupService | None = None,
 ) -> WebhookApp:
-    """The webhook app; ``evaluator`` is the engine entry point (replaceable for fault tests)."""
+    """The webhook app; ``evaluator`` is the engine entry point (replaceable for fault tests; with
+    registry lookups on it is also passed ``images=``).  ``image_lookups`` defaults to a service
+    built from ``config.registry`` when ``registry.enabled`` is true."""
     metrics = metrics or Metrics()
+    if image_lookups is None and config.registry.enabled:
+        from gpuguard.registry.service import ImageLookupService
+
+        image_lookups = ImageLookupService.from_settings(config.registry, metrics.count_image_lookup)
     app = WebhookApp(title="gpuguard admission webhook", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.metrics = metrics
     app.state.facts = facts_provider
+    app.state.image_lookups = image_lookups
     app.admission_endpoints = {}
     for mutating in (False, True):
-        endpoint = AdmissionEndpoint(mutating, config, facts_provider, metrics, max_body_bytes, evaluator)
+        endpoint = AdmissionEndpoint(
+            mutating, config, facts_provider, metrics, max_body_bytes, evaluator, image_lookups
+        )
         path = f"/{endpoint.endpoint}"
         app.admission_endpoints[path] = endpoint
         app.router.routes.append(Route(path, endpoint=endpoint, methods=["POST"]))

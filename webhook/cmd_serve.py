@@ -87,6 +87,17 @@ def run(args: argparse.Namespace) -> int:
     except CertificateError as exc:
         log.error("%s", exc)
         return 2
+    if config.registry.enabled:
+        from gpuguard.registry.client import RegistryError, tls_context
+
+        try:  # a bad registry CA is a startup error, not a failure on every lookup
+            tls_context(Path(config.registry.ca) if config.registry.ca else None)
+        except RegistryError as exc:
+            log.error("%s", exc)
+            return 2
+        log.info(
+            "registry lookups on: a review waits at most %.0f ms for them", config.registry.review_budget * 1000
+        )
     if snapshot is not None:
         log.info("loaded %d nodes and %d RuntimeClasses", len(snapshot.nodes), len(snapshot.runtime_classes))
     live: Any = None

@@ -53,6 +53,7 @@ class Metrics:
         self.errors: defaultdict[tuple[str, str], int] = defaultdict(int)
         self.latency: dict[str, Histogram] = {}
         self.cert_reloads: defaultdict[str, int] = defaultdict(int)
+        self.image_lookups: defaultdict[str, int] = defaultdict(int)
 
     def observe_review(self, endpoint: str, kind: str, operation: str, allowed: bool, seconds: float) -> None:
         self.reviews[(endpoint, kind, operation, "true" if allowed else "false")] += 1
@@ -72,6 +73,10 @@ class Metrics:
     def count_cert_reload(self, result: str) -> None:
         """result: ok | invalid."""
         self.cert_reloads[result] += 1
+
+    def count_image_lookup(self, result: str) -> None:
+        """result: hit | miss (per image a review needs) | pending (past the budget) | failure."""
+        self.image_lookups[result] += 1
 
     def render(self, facts_age_seconds: float | None, facts_ready: bool, facts_nodes: int) -> str:
         out: list[str] = []
@@ -113,6 +118,17 @@ class Metrics:
         family(name, "counter", "Serving certificate reloads after the files changed, by result.")
         for result, n in sorted(self.cert_reloads.items()):
             out.append(f"{name}{_labels(('result',), (result,))} {n}")
+
+        if self.image_lookups:
+            name = "gpuguard_image_lookups_total"
+            family(
+                name,
+                "counter",
+                "Registry image lookups: hit/miss in the memory cache per image a review needs, pending when a "
+                "review's budget ran out, failure when a lookup failed.",
+            )
+            for result, n in sorted(self.image_lookups.items()):
+                out.append(f"{name}{_labels(('result',), (result,))} {n}")
 
         family("gpuguard_cluster_facts_ready", "gauge", "1 once cluster facts are loaded (or none are configured).")
         out.append(f"gpuguard_cluster_facts_ready {1 if facts_ready else 0}")

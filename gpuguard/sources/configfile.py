@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from gpuguard.sources.yamlsafe import InputError, load_all_plain, read_text
@@ -27,6 +28,11 @@ def load_config_file(explicit: str | None, cwd: Path | None = None) -> tuple[Con
     if len(docs) > 1:
         raise InputError(str(path), 1, "config must be a single YAML document")
     try:
-        return load_config(docs[0] if docs else None), path
+        config = load_config(docs[0] if docs else None)
     except ConfigError as exc:
         raise InputError(str(path), 1, f"config error: {exc}") from None
+    ca = config.registry.ca
+    if ca and not Path(ca).is_absolute():  # relative to the config file, wherever gpuguard runs
+        registry = dataclasses.replace(config.registry, ca=str(path.parent / ca))
+        config = dataclasses.replace(config, registry=registry)
+    return config, path

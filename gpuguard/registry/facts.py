@@ -1,0 +1,60 @@
+"""``ImageFacts`` for the faces: a fixed view of resolved lookups, and what to look up.
+
+Which architectures: the ``kubernetes.io/arch`` label (a well-known label the kubelet sets,
+kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-arch) of the nodes that
+offer GPUs in the cluster facts; ``amd64`` when the facts name none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from policies.config import Config
+from policies.facts import ClusterFacts
+from policies.images import ImageLookup, images_in
+
+ARCH_LABEL = "kubernetes.io/arch"
+DEFAULT_ARCHES = ("amd64",)
+
+Pair = tuple[str, str]  # (image as written, arch)
+
+
+class ResolvedImages:
+    """What the face knows, fixed before evaluation: lookups never do I/O."""
+
+    def __init__(self, results: Mapping[Pair, ImageLookup]) -> None:
+        self._results = dict(results)
+
+    def lookup(self, image: str, arch: str) -> ImageLookup | None:
+        return self._results.get((image.strip(), arch))
+
+    def items(self) -> Iterable[tuple[Pair, ImageLookup]]:
+        return self._results.items()
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+
+def gpu_node_arches(facts: ClusterFacts, config: Config) -> tuple[str, ...]:
+    def compute() -> tuple[str, ...]:
+        arches = set()
+        for group in facts.groups:
+            node = group.representative
+            if any(config.is_gpu(name) and q > 0 for name, q in node.allocatable.items()):
+                arch = node.labels.get(ARCH_LABEL)
+                if arch:
+                    arches.add(arch)
+        return tuple(sorted(arches)) or DEFAULT_ARCHES
+
+    return facts.memoised(("registry:gpu-node-arches", id(config)), compute, owner=config)
+
+
+def pairs_in(objects: Iterable[dict[str, Any]], config: Config, arches: tuple[str, ...]) -> list[Pair]:
+    """(image, arch) of every GPU container image in ``objects``, each once, in order."""
+    seen: dict[Pair, None] = {}
+    for obj in objects:
+        for use in images_in(obj, config):
+            for arch in arches:
+                seen.setdefault((use.image, arch), None)
+    return list(seen)
