@@ -2,8 +2,12 @@
 
     rules:
       <rule-id>: {severity: error|warning|info|off, options: {...}}
-    mutate: [<rule-id>, ...]          # fixes the mutating webhook applies
-    exemptNamespaces: [kube-system]   # objects in these namespaces are not checked
+    mutate: [<rule-id>, ...]          # fixes the mutating webhook applies (to Pods, on CREATE)
+    mutateTemplates: false            # also patch controller/CRD pod templates (GitOps sees drift)
+    exemptNamespaces: [kube-system]   # objects in these namespaces are not checked (replaces the default)
+    enforcement: enforce | warn       # warn: admit what would be denied, with warnings
+    warnNamespaces: [team-*]          # namespaces (shell patterns) where enforcement is warn
+    allowIgnoreAnnotation: true       # false, or a list of namespaces where gpuguard.io/ignore is honoured
     gpuResourceNames: [example.com/accel]
     podTemplatePaths:                 # pod templates of other CRDs
       - {apiVersion: example.com/v1, kind: Trainer, template: /spec/workers/*/template}
@@ -14,9 +18,10 @@
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from policies import pointer
 from policies.podspec import Location, Shape, Workload, index_workloads
@@ -26,8 +31,30 @@ from policies.resources import GpuResourceNames
 from policies.types import Severity
 
 TOP_LEVEL_KEYS = (
-    "rules", "mutate", "exemptNamespaces", "gpuResourceNames", "podTemplatePaths", "failureMode", "registry"
+    "rules",
+    "mutate",
+    "mutateTemplates",
+    "exemptNamespaces",
+    "enforcement",
+    "warnNamespaces",
+    "allowIgnoreAnnotation",
+    "gpuResourceNames",
+    "podTemplatePaths",
+    "failureMode",
+    "registry",
 )
+
+# Where GPU infrastructure runs: the NVIDIA GPU Operator (its Helm chart's documented namespace
+# `gpu-operator`; `nvidia-gpu-operator` on OpenShift), the standalone device-plugin chart
+# (`nvidia-device-plugin`), the DRA driver for GPUs (`nvidia-dra-driver-gpu`), and the system and
+# gpuguard's own namespaces.  Their DaemonSets hand out GPUs by design (NVIDIA_VISIBLE_DEVICES=all
+# without a GPU request); denying them would leave the cluster without GPUs.
+DEFAULT_EXEMPT_NAMESPACES = frozenset(
+    {"gpu-operator", "nvidia-gpu-operator", "nvidia-device-plugin", "nvidia-dra-driver-gpu", "kube-system", "gpuguard"}
+)
+
+Enforcement = Literal["enforce", "warn"]
+FailureMode = Literal["allow", "deny"]
 
 
 class ConfigError(ValueError):
@@ -45,10 +72,14 @@ class RuleSettings:
 class Config:
     rules: Mapping[str, RuleSettings] = field(default_factory=dict)
     mutate: tuple[str, ...] = ()
-    exempt_namespaces: frozenset[str] = frozenset()
+    mutate_templates: bool = False
+    exempt_namespaces: frozenset[str] = DEFAULT_EXEMPT_NAMESPACES
+    enforcement: Enforcement = "enforce"
+    warn_namespaces: tuple[str, ...] = ()
+    ignore_annotation: bool | frozenset[str] = True  # True/False, or the namespaces where it is honoured
     gpu_resource_names: tuple[str, ...] = ()
     extra_workloads: tuple[Workload, ...] = ()
-    failure_mode: str = "allow"
+    failure_mode: FailureMode = "allow"
     registry: RegistrySettings = field(default_factory=RegistrySettings)
 
     def __post_init__(self) -> None:
@@ -74,6 +105,17 @@ class Config:
     def settings(self, rule_id: str) -> RuleSettings:
         resolved: dict[str, RuleSettings] = self._settings  # type: ignore[attr-defined]
         return resolved[rule_id]
+
+    def enforcement_in(self, namespace: str) -> Enforcement:
+        """``warn`` everywhere under ``enforcement: warn``, else in namespaces matching ``warnNamespaces``."""
+        if self.enforcement == "warn" or any(fnmatch.fnmatchcase(namespace, p) for p in self.warn_namespaces):
+            return "warn"
+        return "enforce"
+
+    def honours_ignore_annotation(self, namespace: str) -> bool:
+        if isinstance(self.ignore_annotation, bool):
+            return self.ignore_annotation
+        return namespace in self.ignore_annotation
 
 
 def _expect(value: Any, typ: type | tuple[type, ...], key: str, what: str) -> Any:
@@ -154,6 +196,20 @@ def _or_default(value: Any, default: Any) -> Any:
     return default if value is None else value
 
 
+def _boolean(value: Any, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}: expected true or false, got {value!r}")
+    return value
+
+
+def _strings(value: Any, key: str, what: str) -> list[str]:
+    _expect(value, list, key, f"a list of {what}")
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item:
+            raise ConfigError(f"{key}[{i}]: expected a non-empty string, got {item!r}")
+    return list(value)
+
+
 def load_config(raw: Any) -> Config:
     """Validate a parsed config document; raise ConfigError naming the offending key."""
     if raw is None:
@@ -172,8 +228,28 @@ def load_config(raw: Any) -> Config:
             raise ConfigError(f"mutate[{i}]: unknown rule id {rid!r}")
         if not RULES[rid].FIXABLE:
             raise ConfigError(f"mutate[{i}]: rule {rid!r} has no automatic fix")
-    exempt = _or_default(raw.get("exemptNamespaces"), [])
+        if not RULES[rid].MUTATION_SAFE:
+            raise ConfigError(
+                f"mutate[{i}]: rule {rid!r} has a fix that changes what the pod gets; "
+                "the webhook does not guess it (gpuguard lint --fix offers it for review)"
+            )
+    mutate_templates = _boolean(raw.get("mutateTemplates", False), "mutateTemplates")
+    exempt = _or_default(raw.get("exemptNamespaces"), sorted(DEFAULT_EXEMPT_NAMESPACES))
     _expect(exempt, list, "exemptNamespaces", "a list of namespace names")
+    enforcement = raw.get("enforcement", "enforce")
+    if enforcement not in ("enforce", "warn"):
+        raise ConfigError(f"enforcement: expected enforce or warn, got {enforcement!r}")
+    warn_namespaces = _strings(_or_default(raw.get("warnNamespaces"), []), "warnNamespaces", "namespace patterns")
+    ignore_raw = raw.get("allowIgnoreAnnotation", True)
+    ignore: bool | frozenset[str]
+    if isinstance(ignore_raw, bool):
+        ignore = ignore_raw
+    elif isinstance(ignore_raw, list):
+        ignore = frozenset(_strings(ignore_raw, "allowIgnoreAnnotation", "namespace names"))
+    else:
+        raise ConfigError(
+            f"allowIgnoreAnnotation: expected true, false or a list of namespaces, got {type(ignore_raw).__name__}"
+        )
     extra = _or_default(raw.get("gpuResourceNames"), [])
     _expect(extra, list, "gpuResourceNames", "a list of resource names")
     paths = _or_default(raw.get("podTemplatePaths"), [])
@@ -188,9 +264,13 @@ def load_config(raw: Any) -> Config:
     return Config(
         rules=rules,
         mutate=tuple(mutate_raw),
+        mutate_templates=mutate_templates,
         exempt_namespaces=frozenset(str(n) for n in exempt),
+        enforcement=enforcement,
+        warn_namespaces=tuple(warn_namespaces),
+        ignore_annotation=ignore,
         gpu_resource_names=tuple(str(n) for n in extra),
         extra_workloads=tuple(_template_path(i, p) for i, p in enumerate(paths)),
-        failure_mode=str(failure),
+        failure_mode=failure,
         registry=registry,
     )

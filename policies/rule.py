@@ -89,6 +89,9 @@ class RuleModule(Protocol):
     # components whose pod an operator builds (TrainJob trainer, NIMService).
     NEEDS_SCHEDULING: bool
     FIXABLE: bool
+    # The fix keeps what the pod gets (GPU counts, reserved pools), so the mutating webhook may
+    # apply it; False for fixes that need a person's judgement (offered by lint --fix only).
+    MUTATION_SAFE: bool
     SUMMARY: str
     REMEDIATION: str
     OPTIONS: tuple[Option, ...]

@@ -59,6 +59,7 @@ DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "yes"
 NEEDS_SCHEDULING: bool = True
 FIXABLE = True
+MUTATION_SAFE = True
 SUMMARY = "An image's CUDA version needs a newer driver than the nodes it can land on run."
 REMEDIATION = "Pin the pod to nodes whose driver runs the image, or use an image built for an older CUDA."
 OPTIONS: tuple[Option, ...] = (

@@ -49,6 +49,7 @@ DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
 FIXABLE = False
+MUTATION_SAFE = False
 SUMMARY = "A container gets GPU access that bypasses the device plugin's allocation."
 REMEDIATION = (
     "Request GPUs through resources.limits (or DRA claims); remove NVIDIA_VISIBLE_DEVICES/NVIDIA_DRIVER_CAPABILITIES "

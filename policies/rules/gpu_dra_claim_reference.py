@@ -56,6 +56,7 @@ DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
 FIXABLE = False
+MUTATION_SAFE = False
 SUMMARY = "Container resources.claims and pod spec.resourceClaims are inconsistent; the API server rejects the pod."
 REMEDIATION = (
     "Give every container claim the name of a spec.resourceClaims entry, list each claim once per container, "

@@ -33,6 +33,7 @@ DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "yes"
 NEEDS_SCHEDULING: bool = False  # judged on resource names/counts alone, so TrainJob/NIMService too
 FIXABLE = False
+MUTATION_SAFE = False
 SUMMARY = "The pod asks for more of a GPU resource than any single node has allocatable."
 REMEDIATION = "Lower the per-pod GPU count to fit one node, or split the work across more pods (e.g. more workers)."
 OPTIONS: tuple[Option, ...] = ()

@@ -32,6 +32,7 @@ DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
 FIXABLE = True
+MUTATION_SAFE = True
 SUMMARY = "A GPU (any extended resource) is requested without a limit; the API server rejects it."
 REMEDIATION = "Set resources.limits.<resource> equal to the request (extended resources cannot be overcommitted)."
 OPTIONS: tuple[Option, ...] = ()

@@ -37,6 +37,7 @@ DEFAULT_SEVERITY = Severity.WARNING
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
 FIXABLE = False
+MUTATION_SAFE = False
 SUMMARY = "A container that uses GPUs has no memory limit."
 REMEDIATION = (
     "Set resources.limits.memory on every GPU container (equal to requests.memory for Guaranteed QoS); "

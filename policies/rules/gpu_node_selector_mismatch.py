@@ -45,6 +45,7 @@ DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "yes"
 NEEDS_SCHEDULING: bool = True
 FIXABLE = False
+MUTATION_SAFE = False
 SUMMARY = (
     "nodeSelector / required node affinity (with the RuntimeClass nodeSelector) matches none of the nodes "
     "that offer the GPU resource."

@@ -18,7 +18,10 @@ Passing::
       requests: {nvidia.com/gpu: 2}
       limits: {nvidia.com/gpu: 2}
 
-Fix: set the request to the limit.  Values that are not valid quantities are left to
+Fix (``gpuguard lint --fix`` only): set the larger of the two to the smaller, so the fix never
+gives the pod more GPUs than either number asked for (requests 4, limits 8 → both 4).  Which number
+was meant is a person's call, so the mutating webhook does not apply it (``MUTATION_SAFE`` is
+false and ``mutate:`` refuses the rule).  Values that are not valid quantities are left to
 ``gpu-whole-number``.
 """
 
@@ -36,9 +39,10 @@ DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
 FIXABLE = True
+MUTATION_SAFE = False  # lint --fix offers the smaller value; the webhook never guesses a GPU count
 SUMMARY = "The request and the limit of a GPU (any extended resource) differ; the API server rejects it."
 REMEDIATION = (
-    "Set resources.requests.<resource> equal to resources.limits.<resource> (or drop the request: "
+    "Set resources.requests.<resource> and resources.limits.<resource> to the same number (or drop the request: "
     "on Pods it defaults to the limit); extended resources cannot be overcommitted."
 )
 OPTIONS: tuple[Option, ...] = ()
@@ -56,11 +60,13 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
             if req_q is None or lim_q is None or req_q == lim_q:
                 continue
             path = (*c.resources_path, "requests", name)
+            smaller, larger_key = (requested, "limits") if req_q < lim_q else (limit, "requests")
             yield Violation(
                 message=(
                     f"container {c.name!r}: requests.{name} is {requested} but the limit is {limit}; "
-                    f"extended resources cannot be overcommitted: set both to {limit}"
+                    f"extended resources cannot be overcommitted: set both to the number of GPUs the "
+                    f"container needs (the fix takes the smaller, {smaller})"
                 ),
                 path=path,
-                fix=(RelOp("replace", path, limit),),
+                fix=(RelOp("replace", (*c.resources_path, larger_key, name), smaller),),
             )

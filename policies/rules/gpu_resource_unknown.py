@@ -45,6 +45,7 @@ DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "yes"
 NEEDS_SCHEDULING: bool = False  # judged on resource names/counts alone, so TrainJob/NIMService too
 FIXABLE = False
+MUTATION_SAFE = False
 SUMMARY = "No node advertises the requested GPU resource (typo, absent MIG profile, MIG strategy or .shared mismatch)."
 REMEDIATION = (
     "Request a resource name the target nodes advertise (see the suggestions), "

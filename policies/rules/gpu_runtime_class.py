@@ -36,6 +36,7 @@ DEFAULT_SEVERITY = Severity.WARNING
 NEEDS_FACTS: NeedsFacts = "partly"
 NEEDS_SCHEDULING: bool = False
 FIXABLE = True
+MUTATION_SAFE = True
 SUMMARY = "runtimeClassName names a RuntimeClass the cluster lacks, or a required RuntimeClass is absent."
 REMEDIATION = "Set runtimeClassName to a RuntimeClass the cluster has (e.g. nvidia)."
 OPTIONS: tuple[Option, ...] = (

@@ -52,6 +52,7 @@ DEFAULT_SEVERITY = Severity.WARNING
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
 FIXABLE = True
+MUTATION_SAFE = True
 SUMMARY = "A multi-GPU container has no memory-backed emptyDir at /dev/shm (NCCL and DataLoader workers need it)."
 REMEDIATION = (
     "Mount an emptyDir volume with medium: Memory at /dev/shm in every container with two or more GPUs; "

@@ -15,14 +15,16 @@ any do.  The rule fires when none of them is tolerated (when the selector matche
 when no offering node at all is tolerated).  When some are tolerated but fail another filter,
 gpu-unschedulable explains it instead.
 
-Fix: the tolerations that open the group needing the fewest of them (then the largest group)
-are appended; ``spec.tolerations`` is created when absent, and nothing already tolerated is
-added again.  No fix is offered when the selector matches no GPU node, since which pool the pod
-is meant for is then unknown.  A taint keyed by a GPU resource name (``nvidia.com/gpu``), or
-without a value, gets ``operator: Exists``
-with the taint's effect (the ExtendedResourceToleration convention: the value carries no meaning);
-any other taint gets ``operator: Equal`` with its value, so that tolerating
-``dedicated=training`` does not also tolerate every other ``dedicated`` pool.
+Fix: only what the ExtendedResourceToleration admission plugin would add — for a taint keyed by
+an extended resource the pod requests (``nvidia.com/gpu``), ``{key: <resource>, operator: Exists,
+effect: <the taint's effect>}`` (plugin/pkg/admission/extendedresourcetoleration: the pod asked for
+that resource, so tolerating the taint that guards it changes nothing the pod gets).  Taints keyed
+otherwise (``dedicated=training``, ``sku=gpu``) are how administrators reserve pools for some
+workloads: the fix never tolerates them, and when every reachable group needs one, no fix is
+offered and the message names the tolerations for a person to judge.  The fix opens the group
+needing the fewest tolerations (then the largest group), appends to ``spec.tolerations`` (created
+when absent) and never repeats one.  No fix is offered when the selector matches no GPU node,
+since which pool the pod is meant for is then unknown.
 
 Failing (GPU nodes tainted ``nvidia.com/gpu=present:NoSchedule``)::
 
@@ -41,10 +43,13 @@ Passing::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from policies.facts import Taint
+from policies.podresources import pod_requests
+from policies.resources import is_extended
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import with_diagnosis
 from policies.scheduling import Diagnosis, GroupVerdict
@@ -55,15 +60,28 @@ DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "yes"
 NEEDS_SCHEDULING: bool = True
 FIXABLE = True
+MUTATION_SAFE = True
 SUMMARY = "Every node that offers the GPU resource carries a NoSchedule/NoExecute taint the pod does not tolerate."
 REMEDIATION = "Add tolerations for the GPU nodes' taints (spec.tolerations)."
 OPTIONS: tuple[Option, ...] = ()
 
 
-def toleration_for(taint: Taint, is_gpu: Callable[[str], bool]) -> dict[str, str]:
-    if is_gpu(taint.key) or not taint.value:
+def toleration_for(taint: Taint, requested: AbstractSet[str]) -> dict[str, str]:
+    """The toleration for ``taint``: Exists for a requested resource's taint or a value-less one
+    (the value carries no meaning), else Equal with its value (so ``dedicated=training`` does not
+    also tolerate every other ``dedicated`` pool)."""
+    if taint.key in requested or not taint.value:
         return {"key": taint.key, "operator": "Exists", "effect": taint.effect}
     return {"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect}
+
+
+def _tolerations(target: GroupVerdict, requested: AbstractSet[str]) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    for taint in target.untolerated:
+        tol = toleration_for(taint, requested)
+        if tol not in out:
+            out.append(tol)
+    return out
 
 
 def _fix_target(scope: list[GroupVerdict]) -> GroupVerdict:
@@ -92,19 +110,30 @@ def check(ctx: RuleContext, diagnosis: Diagnosis) -> Iterator[Violation]:
     scope = diagnosis.taint_scope
     names = ", ".join(sorted(requests))
     per_group = "; ".join(f"{v.describe()}: {', '.join(str(t) for t in v.untolerated)}" for v in scope)
-    where = "the pod selects" if diagnosis.selected else "offering"
-    message = f"every node {where} that offers {names} has a taint the pod does not tolerate ({per_group})"
+    which = "every node the pod selects that offers" if diagnosis.selected else "every node that offers"
+    message = f"{which} {names} has a taint the pod does not tolerate ({per_group})"
     if not diagnosis.selected:
         # The selector matches no GPU node (gpu-node-selector-mismatch): which pool the pod is
         # meant for is unknown, so no tolerations are guessed.
         yield Violation(message=message + "; add tolerations for the pool the pod is meant for", path=("tolerations",))
         return
-    target = _fix_target(scope)
-    tolerations: list[dict[str, str]] = []
-    for taint in target.untolerated:
-        tol = toleration_for(taint, ctx.is_gpu)
-        if tol not in tolerations:
-            tolerations.append(tol)
+    requested = frozenset(pod_requests(ctx.pod, is_extended))
+    fixable = [v for v in scope if all(taint.key in requested for taint in v.untolerated)]
+    if not fixable:
+        target = _fix_target(scope)
+        reserved = sorted({str(taint) for taint in target.untolerated if taint.key not in requested})
+        yield Violation(
+            message=(
+                f"{message}; {', '.join(reserved)} reserve{'s' if len(reserved) == 1 else ''} the pool for chosen "
+                f"workloads, so no toleration is added automatically: if the pod belongs there, add "
+                f"{', '.join(_yaml_flow(t) for t in _tolerations(target, requested))}"
+                + (f" to reach {target.describe()}" if len(scope) > 1 else "")
+            ),
+            path=("tolerations",) if isinstance(ctx.pod.spec.get("tolerations"), list) else (),
+        )
+        return
+    target = _fix_target(fixable)
+    tolerations = _tolerations(target, requested)
     fix, path = _fix(ctx.pod.spec, tolerations)
     yield Violation(
         message=f"{message}; add tolerations {', '.join(_yaml_flow(t) for t in tolerations)}"

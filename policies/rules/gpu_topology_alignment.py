@@ -63,6 +63,7 @@ DEFAULT_SEVERITY = Severity.WARNING
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
 FIXABLE = False
+MUTATION_SAFE = False
 SUMMARY = "A multi-GPU container cannot get CPU/GPU NUMA alignment, or cannot fit one NUMA node under single-numa-node."
 REMEDIATION = (
     "Make the pod Guaranteed QoS (cpu and memory limits equal to requests in every container) with an integer "

@@ -35,6 +35,7 @@ DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "yes"
 NEEDS_SCHEDULING: bool = True
 FIXABLE = False
+MUTATION_SAFE = False
 SUMMARY = "No node passes all scheduler filters together, although each filter alone is satisfiable somewhere."
 REMEDIATION = "Make one node group satisfy every constraint at once; see the per-group reasons."
 OPTIONS: tuple[Option, ...] = ()

@@ -42,6 +42,7 @@ DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
 FIXABLE = False
+MUTATION_SAFE = False
 SUMMARY = (
     "A GPU (any extended resource) quantity is not a whole non-negative number, "
     "or GPUs appear in pod-level spec.resources."

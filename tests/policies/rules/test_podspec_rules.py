@@ -53,13 +53,27 @@ def test_mismatch_message_names_container_values_and_fix() -> None:
     obj = pod(container(resources={"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 2}}))
     [f] = findings(obj, "gpu-request-limit-mismatch")
     assert f.message == (
-        "container 'trainer': requests.nvidia.com/gpu is 1 but the limit is 2; "
-        "extended resources cannot be overcommitted: set both to 2"
+        "container 'trainer': requests.nvidia.com/gpu is 1 but the limit is 2; extended resources cannot be "
+        "overcommitted: set both to the number of GPUs the container needs (the fix takes the smaller, 1)"
     )
     assert f.path == "/spec/containers/0/resources/requests/nvidia.com~1gpu"
+    # The fix never raises a GPU count: the larger number comes down to the smaller.
     assert [op.to_dict() for op in f.fix] == [
-        {"op": "replace", "path": "/spec/containers/0/resources/requests/nvidia.com~1gpu", "value": 2}
+        {"op": "replace", "path": "/spec/containers/0/resources/limits/nvidia.com~1gpu", "value": 1}
     ]
+
+
+def test_mismatch_fix_lowers_a_request_above_its_limit() -> None:
+    obj = pod(container(resources={"requests": {"nvidia.com/gpu": "8"}, "limits": {"nvidia.com/gpu": "4"}}))
+    [f] = findings(obj, "gpu-request-limit-mismatch")
+    assert [op.to_dict() for op in f.fix] == [
+        {"op": "replace", "path": "/spec/containers/0/resources/requests/nvidia.com~1gpu", "value": "4"}
+    ]
+
+
+def test_the_webhook_may_not_apply_the_mismatch_fix() -> None:
+    with pytest.raises(ConfigError, match=r"mutate\[0\]: rule 'gpu-request-limit-mismatch' has a fix that changes"):
+        load_config({"mutate": ["gpu-request-limit-mismatch"]})
 
 
 @pytest.mark.parametrize(
@@ -215,7 +229,7 @@ def test_limit_and_mismatch_fixes_apply_one_finding_at_a_time() -> None:
     ev = evaluate(obj)
     fixed = jsonpatch.apply_patch(obj, [op.to_dict() for op in ev.patch(FIXABLE)])
     assert fixed["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 2, "example.com/fpga": 1}
-    assert fixed["spec"]["containers"][1]["resources"]["requests"] == {"nvidia.com/gpu": 3}
+    assert fixed["spec"]["containers"][1]["resources"] == {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 1}}
 
 
 @pytest.mark.parametrize(
