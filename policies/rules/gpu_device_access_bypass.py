@@ -3,19 +3,26 @@
 The device plugin gives a container the GPUs the kubelet allocated to it; three things hand out
 GPUs that nobody allocated, so the scheduler and the kubelet believe they are free:
 
-* ``NVIDIA_VISIBLE_DEVICES`` (or ``NVIDIA_DRIVER_CAPABILITIES``) on a container that requests no
-  GPU: the NVIDIA container runtime exposes the listed devices, ``all`` included, to any container
-  of a node whose default runtime is ``nvidia`` (NVIDIA/k8s-device-plugin README: "If you do not
-  request GPUs when you use the device plugin, the plugin exposes all the GPUs on the machine
-  inside your container"; issue #87).  ``void``, ``none`` and the empty string expose no device
-  (NVIDIA Container Toolkit docs, NVIDIA/nvidia-docker#583).  A value taken from ``valueFrom`` is
-  unknown here and is reported.
+* ``NVIDIA_VISIBLE_DEVICES`` on a container that requests no GPU: the NVIDIA container runtime
+  exposes the listed devices, ``all`` included, to any container of a node whose default runtime is
+  ``nvidia`` (NVIDIA/k8s-device-plugin README: "If you do not request GPUs when you use the device
+  plugin, the plugin exposes all the GPUs on the machine inside your container"; issue #87).
+  ``void``, ``none`` and the empty string expose no device (NVIDIA Container Toolkit docs,
+  NVIDIA/nvidia-docker#583).  A value taken from ``valueFrom`` is unknown here and is reported.
+  ``NVIDIA_DRIVER_CAPABILITIES`` alone selects no device (it picks driver libraries), so it is not
+  reported.
 * a ``hostPath`` volume of ``/dev/nvidia*`` or ``/dev/dri`` device nodes;
 * a privileged container in a pod that uses GPUs: privileged mode allows every device of the host
   ("this is by design of the --privileged option of Docker, it whitelists all devices",
   NVIDIA/nvidia-docker#764), so it sees every GPU of the node, not just the allocated ones.
 
 A container with DRA ``resources.claims`` counts as requesting devices.
+
+GPU infrastructure is not a bypass: a pod that mounts a kubelet directory only node agents use
+(``/var/lib/kubelet/device-plugins``, ``plugins_registry`` or ``pod-resources``; see
+``policies.signals``) is a device plugin, a DRA driver or a GPU monitor such as DCGM exporter,
+which see every GPU by design.  Its findings are kept as **info**, wherever it runs, so the
+webhook never blocks an operator install or upgrade.
 
 Failing::
 
@@ -36,12 +43,14 @@ Passing::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 from policies.podspec import ContainerRef
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import uses_gpu
-from policies.signals import DEVICE_ENV_NAMES, NO_DEVICE_VALUES, is_device_host_path
+from policies.shapes import as_dict, as_list
+from policies.signals import DEVICE_ENV_NAMES, NO_DEVICE_VALUES, infrastructure_dir, is_device_host_path
 from policies.types import Severity, Violation
 
 ID = "gpu-device-access-bypass"
@@ -52,9 +61,9 @@ FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = "A container gets GPU access that bypasses the device plugin's allocation."
 REMEDIATION = (
-    "Request GPUs through resources.limits (or DRA claims); remove NVIDIA_VISIBLE_DEVICES/NVIDIA_DRIVER_CAPABILITIES "
-    "from containers without GPUs (or set NVIDIA_VISIBLE_DEVICES=void), hostPath volumes of /dev/nvidia* and "
-    "/dev/dri, and privileged mode from GPU pods."
+    "Request GPUs through resources.limits (or DRA claims); remove NVIDIA_VISIBLE_DEVICES from containers "
+    "without GPUs (or set it to void), hostPath volumes of /dev/nvidia* and /dev/dri, and privileged mode from "
+    "GPU pods."
 )
 OPTIONS: tuple[Option, ...] = ()
 
@@ -110,7 +119,28 @@ def _volume_violations(ctx: RuleContext) -> Iterator[Violation]:
             )
 
 
+def _infrastructure(ctx: RuleContext) -> str | None:
+    """The kubelet infrastructure directory the pod mounts, if it is GPU infrastructure."""
+    if ctx.pod.shape == "component":
+        return None
+    for vol in as_list(ctx.pod.spec.get("volumes")):
+        path = as_dict(as_dict(vol).get("hostPath")).get("path")
+        if isinstance(path, str) and (directory := infrastructure_dir(path)) is not None:
+            return directory
+    return None
+
+
 def check(ctx: RuleContext) -> Iterator[Violation]:
+    infrastructure = _infrastructure(ctx)
+    for v in _violations(ctx):
+        if infrastructure is None:
+            yield v
+        else:
+            note = f" (the pod mounts {infrastructure}: GPU infrastructure, which sees every GPU by design)"
+            yield dataclasses.replace(v, message=v.message + note, severity=Severity.INFO)
+
+
+def _violations(ctx: RuleContext) -> Iterator[Violation]:
     for c in ctx.pod.containers:
         yield from _env_violations(ctx, c)
     yield from _volume_violations(ctx)

@@ -262,9 +262,6 @@ def gpu_fixtures() -> dict[str, dict[str, Any]]:
             "model": {"modelFormat": {"name": "huggingface"}, "resources": {"limits": {"nvidia.com/gpu": "1"}}},
         }}),
         "pod-env-only": obj("v1", "Pod", pod_spec(container(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]))),
-        "pod-driver-capabilities": obj("v1", "Pod", pod_spec(
-            container(env=[{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"}])
-        )),
         "pod-hostpath-nvidia0": obj("v1", "Pod", pod_spec(
             container(volumeMounts=[{"name": "dev", "mountPath": "/dev/nvidia0"}]),
             volumes=[{"name": "dev", "hostPath": {"path": "/dev/nvidia0"}}],
@@ -303,6 +300,9 @@ def non_gpu_fixtures() -> dict[str, dict[str, Any]]:
         "plain-pod": obj("v1", "Pod", pod_spec(container("app", {"requests": {"cpu": "1"}}))),
         "pod-other-extended-resource": obj("v1", "Pod", pod_spec(
             container(resources={"limits": {"example.com/fpga": "1", "hugepages-2Mi": "1Gi"}})
+        )),
+        "pod-driver-capabilities-only": obj("v1", "Pod", pod_spec(
+            container(env=[{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"}])
         )),
         "pod-unrelated-env-and-hostpath": obj("v1", "Pod", pod_spec(
             container(env=[{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}]),

@@ -317,3 +317,23 @@ def test_corpus_findings_are_well_formed_and_fixes_are_idempotent() -> None:
         assert evaluate(fixed).patch(FIXABLE) == [], Path(path).name
     # The corpus has multi-GPU pods without /dev/shm and GPU containers without memory limits.
     assert {"gpu-shared-memory", "gpu-memory-limit-missing"} <= seen
+
+
+@requires_shared(CORPUS)
+@pytest.mark.parametrize(
+    ("name", "signals"),
+    [
+        # The GPU Operator's device plugin sets NVIDIA_VISIBLE_DEVICES=all without a GPU request.
+        ("NVIDIA__gpu-operator__assets__state-device-plugin__0500_daemonset.yaml", True),
+        # The standalone static manifest sets no NVIDIA variable at all.
+        ("NVIDIA__k8s-device-plugin__deployments__static__nvidia-device-plugin.yml", False),
+    ],
+)
+def test_real_device_plugin_daemonsets_are_never_blocked(name: str, signals: bool) -> None:
+    """Wherever a device plugin runs, gpuguard reports at most info about it."""
+    for doc in load_yaml_docs(CORPUS / "real" / name):
+        doc.setdefault("metadata", {})["namespace"] = "cluster-addons"  # not an exempt namespace
+        ev = evaluate(doc)
+        assert ev.gpu_related is signals
+        assert bool(ev.findings) is signals
+        assert all(f.severity is Severity.INFO for f in ev.findings), ev.findings
