@@ -17,6 +17,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
 
+from policies.config import Config  # noqa: E402
 from policies.podspec import KSERVE_COMPONENT_KEYS, WORKLOADS, Location, WildcardOver, Workload  # noqa: E402
 from policies.resources import DEFAULT_GPU_PREFIXES  # noqa: E402
 from policies.signals import DEVICE_ENV_NAMES, HOST_PATH_MARKERS  # noqa: E402
@@ -160,10 +161,15 @@ def _rules() -> list[str]:
     out = []
     for w in WORKLOADS:
         group = '""' if w.group == "" else w.group
+        # `kubectl debug` adds ephemeral containers through pods/ephemeralcontainers (an UPDATE
+        # whose object is the whole Pod): a debug container must not get GPUs by environment.
+        resources = [w.resource]
+        if (w.group, w.kind) == ("", "Pod"):
+            resources.append(f"{w.resource}/ephemeralcontainers")
         out += [
             f"      - apiGroups: [{group}]  # {_label(w)}",
             f"        apiVersions: [{', '.join(w.versions)}]",
-            f"        resources: [{w.resource}]",
+            f"        resources: [{', '.join(resources)}]",
             "        operations: [CREATE, UPDATE]",
             '        scope: "*"',
         ]
@@ -197,7 +203,7 @@ def _webhook_configuration(kind: str, name: str, path: str, policy_lines: list[s
         "      matchExpressions:",
         "        - key: kubernetes.io/metadata.name",
         "          operator: NotIn",
-        "          values: [kube-system, gpuguard]",
+        f"          values: [{', '.join(sorted(Config().exempt_namespaces))}]",
         "    # The kinds gpuguard extracts pod templates from (policies/podspec.py WORKLOADS).",
         "    rules:",
         *_rules(),
@@ -207,6 +213,11 @@ def _webhook_configuration(kind: str, name: str, path: str, policy_lines: list[s
         "      - name: create-or-update",
         "        # `object` is null for DELETE and CONNECT; the next condition needs an object.",
         "        expression: \"request.operation == 'CREATE' || request.operation == 'UPDATE'\"",
+        "      - name: not-being-deleted",
+        "        # Finalizer removal on terminating objects is never judged (the webhook allows it too).",
+        "        expression: >-",
+        "          !has(object.metadata.deletionTimestamp)",
+        "          && (oldObject == null || !has(oldObject.metadata.deletionTimestamp))",
         "      - name: gpu-workload",
         "        expression: |-",
         *expression,

@@ -25,6 +25,20 @@ IGNORE_ANNOTATION = "gpuguard.io/ignore"
 MAX_FIX_ROUNDS = 4
 
 
+@dataclass(frozen=True, slots=True)
+class IgnoreUse:
+    """One ``gpuguard.io/ignore`` annotation: where, which rules, and whether it was honoured.
+
+    Faces report every use (the webhook as an admission warning and a metric), so that skipping a
+    rule is never silent; ``unknown`` holds names that are no rule id (typos skip nothing).
+    """
+
+    pointer: str  # the annotation's RFC 6901 pointer in the object
+    rules: tuple[str, ...]  # the rule ids (or "all") it names
+    unknown: tuple[str, ...]
+    honoured: bool
+
+
 @dataclass
 class Evaluation:
     obj: dict[str, Any]
@@ -34,6 +48,7 @@ class Evaluation:
     skipped_rules: tuple[str, ...] = ()  # rules that need facts, skipped for lack of them
     exempt: bool = False
     gpu_related: bool = False
+    ignore_uses: list[IgnoreUse] = field(default_factory=list)
     images: ImageFacts = field(default_factory=NoImageFacts)
 
     def blocking(self) -> list[Finding]:
@@ -65,14 +80,17 @@ class Evaluation:
         return ops
 
 
-def _ignored(obj: dict[str, Any], pod: PodTemplate) -> set[str]:
-    out: set[str] = set()
-    for meta in (obj.get("metadata"), pod.metadata):
-        if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict):
-            value = meta["annotations"].get(IGNORE_ANNOTATION)
-            if isinstance(value, str):
-                out.update(part.strip() for part in value.split(",") if part.strip())
-    return out
+def _ignore_uses(obj: dict[str, Any], pod: PodTemplate, honoured: bool) -> list[IgnoreUse]:
+    uses = []
+    for meta, base in ((as_dict(obj.get("metadata")), "/metadata"), (pod.metadata, pod.metadata_pointer)):
+        value = as_dict(meta.get("annotations")).get(IGNORE_ANNOTATION)
+        if not isinstance(value, str):
+            continue
+        names = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+        unknown = tuple(n for n in names if n != "all" and n not in RULES)
+        at = pointer.join(base, ("annotations", IGNORE_ANNOTATION))
+        uses.append(IgnoreUse(at, names, unknown, honoured))
+    return uses
 
 
 def _rebase(pod: PodTemplate, anchor: str, rel: tuple[Any, ...]) -> str:
@@ -132,14 +150,20 @@ def evaluate(
         ev.exempt = True
         return ev
     skipped: set[str] = set()
+    honoured = config.honours_ignore_annotation(namespace)
     for pod in extract(obj, config.workload_index):
         if not is_gpu_related(pod, config):
             continue
         ev.gpu_related = True
-        ignored = _ignored(obj, pod)
+        uses = _ignore_uses(obj, pod, honoured)
+        ev.ignore_uses.extend(u for u in uses if u not in ev.ignore_uses)
+        ignored = {rule for u in uses for rule in u.rules} if honoured else set()
         if "all" in ignored:
             continue
-        violations, pod_skipped = _check_memoised(obj, meta, pod, config, facts, has_facts, ignored)
+        pod_facts = _facts_for(pod, facts)
+        violations, pod_skipped = _check_memoised(
+            obj, meta, pod, config, pod_facts, has_facts and not pod_facts.is_empty, ignored
+        )
         skipped.update(pod_skipped)
         for rule_id, v in violations:
             module = RULES[rule_id]
@@ -147,6 +171,14 @@ def evaluate(
             ev.findings.append(_finding(rule_id, module.REMEDIATION, settings, v, pod, kind, name, namespace))
     ev.skipped_rules = tuple(sorted(skipped))
     return ev
+
+
+def _facts_for(pod: PodTemplate, facts: ClusterFacts) -> ClusterFacts:
+    """A pod created bound to a node (``spec.nodeName``) skips the scheduler: only that node counts."""
+    node_name = pod.spec.get("nodeName")
+    if isinstance(node_name, str) and node_name and pod.scheduling_known and not facts.is_empty:
+        return facts.bound_to(node_name)
+    return facts
 
 
 _MEMO_MAX_SPEC = 64 * 1024  # larger specs are evaluated afresh rather than kept as memo keys

@@ -159,6 +159,13 @@ def _varying_labels(members: Iterable[NodeFacts]) -> frozenset[str]:
     return frozenset(k for m in members for k, v in m.labels.items() if _is_per_node(m, k, v))
 
 
+@dataclass(frozen=True, slots=True)
+class BoundNodeKey:
+    """Memo key of ``ClusterFacts.bound_to``."""
+
+    node_name: str
+
+
 @dataclass(frozen=True)
 class ClusterFacts:
     nodes: tuple[NodeFacts, ...] = ()
@@ -183,6 +190,16 @@ class ClusterFacts:
     @classmethod
     def empty(cls) -> ClusterFacts:
         return cls(source="none")
+
+    def bound_to(self, node_name: str) -> ClusterFacts:
+        """These facts with only ``node_name`` (none when the snapshot does not have it), memoised."""
+
+        def compute() -> ClusterFacts:
+            nodes = tuple(n for n in self.nodes if n.name == node_name)
+            source = f"{self.source}, node {node_name}"
+            return ClusterFacts(nodes=nodes, runtime_classes=self.runtime_classes, source=source)
+
+        return self.memoised(BoundNodeKey(node_name), compute)
 
     def resource_names(self) -> frozenset[str]:
         def compute() -> frozenset[str]:

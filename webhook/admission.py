@@ -13,13 +13,26 @@ both or neither.
 Only ``admission.k8s.io/v1`` is accepted (the webhook configurations list
 ``admissionReviewVersions: [v1]``); a v1beta1 review is a 400, like any other bad envelope.
 
-Decisions:
+Decisions (an admission webhook that breaks updates or deletions is worse than none):
 
-* ``/validate`` denies (HTTP 200, ``allowed: false``, ``status.code`` 403) when there are
+* ``/validate`` denies (HTTP 200, ``allowed: false``, ``status.code`` 403) a CREATE with
   error-level findings; warning-level findings become ``response.warnings``.
-* ``/mutate`` never denies: it allows and returns the fixes of the rules listed in config
-  ``mutate`` as a JSON Patch; the validating webhook, which runs after all mutations, judges the
-  patched object.
+* An UPDATE is denied only for error-level findings the new object has and ``oldObject`` did not
+  (Kyverno's ``allowExistingViolations``; findings are matched by rule and field, see
+  ``policies.identity``); the pre-existing ones come back as warnings.  An UPDATE that changes
+  only ``metadata`` or ``status`` (labels, annotations, finalizers, owner references, conditions)
+  is never denied and not evaluated.
+* Nothing is denied or patched while the object or ``oldObject`` carries
+  ``metadata.deletionTimestamp``: controllers and the garbage collector remove finalizers then.
+* Under ``enforcement: warn`` (or in a namespace of ``warnNamespaces``) what would be denied is
+  admitted with warnings saying so, and counted as would-deny.
+* Every ``gpuguard.io/ignore`` annotation on a checked object is returned as a warning (and
+  counted and logged by the app), as is a name in it that is no rule id.
+* ``/mutate`` never denies.  It patches on CREATE only — pod specs and Job templates are immutable
+  afterwards, so a patch on UPDATE would fail the user's own update — and by default only Pods:
+  patching controller templates makes GitOps tools (Argo CD, Flux) see permanent drift, so that
+  needs ``mutateTemplates: true``.  It returns the fixes of the rules listed in config ``mutate``
+  as a JSON Patch; the validating webhook, which runs after all mutations, judges the result.
 * ``dryRun`` changes nothing: the same verdict and, for ``/mutate``, the same patch.  The API
   server applies a mutating webhook's patch to the dry-run object (so ``kubectl apply
   --dry-run=server`` shows the real result) and persists nothing; the webhook has no side effects
@@ -39,8 +52,9 @@ import orjson
 
 from policies import pointer
 from policies.config import Config
-from policies.engine import Evaluation
+from policies.engine import Evaluation, IgnoreUse
 from policies.facts import ClusterFacts
+from policies.identity import new_findings
 from policies.types import Finding, Severity
 
 API_VERSION = "admission.k8s.io/v1"
@@ -69,6 +83,13 @@ class AdmissionRequest:
     sub_resource: str
     dry_run: bool
     obj: dict[str, Any] | None
+    old_obj: dict[str, Any] | None = None
+    group: str = ""  # request.kind.group: "" for core kinds
+    username: str = ""  # request.userInfo.username, for the log of ignore-annotation uses
+
+    @property
+    def is_pod(self) -> bool:
+        return self.group == "" and self.kind == "Pod"
 
 
 @dataclass(slots=True)
@@ -81,6 +102,9 @@ class Verdict:
     patch: list[dict[str, Any]] | None = None
     findings: Sequence[Finding] = ()
     engine_error: bool = False
+    would_deny: Sequence[Finding] = ()  # denials that enforcement: warn turned into warnings
+    ignore_uses: Sequence[IgnoreUse] = ()
+    skipped: str = ""  # why the object was admitted without evaluation (for logs), if it was
 
 
 def parse_review(body: bytes) -> AdmissionRequest:
@@ -122,6 +146,10 @@ def parse_review(body: bytes) -> AdmissionRequest:
             raise EnvelopeError("request.object.metadata must be an object")
     elif obj is not None and not isinstance(obj, dict):
         raise EnvelopeError("request.object must be an object or null")
+    old = request.get("oldObject")
+    if old is not None and not isinstance(old, dict):
+        raise EnvelopeError("request.oldObject must be an object or null")
+    group = gvk.get("group") if isinstance(gvk, dict) else ""
     sub = request.get("subResource") or ""
     return AdmissionRequest(
         uid=uid,
@@ -132,7 +160,15 @@ def parse_review(body: bytes) -> AdmissionRequest:
         sub_resource=sub if isinstance(sub, str) else "",
         dry_run=bool(dry_run),
         obj=obj if isinstance(obj, dict) else None,
+        old_obj=old if isinstance(old, dict) else None,
+        group=group if isinstance(group, str) else "",
+        username=_username(request.get("userInfo")),
     )
+
+
+def _username(user_info: Any) -> str:
+    name = user_info.get("username") if isinstance(user_info, dict) else None
+    return name[:256] if isinstance(name, str) else ""
 
 
 def fit_path(prefix: str, path: str) -> str:
@@ -156,18 +192,19 @@ def first_clause(message: str) -> str:
     return message
 
 
-def short_warning(finding: Finding) -> str:
+def short_warning(finding: Finding, prefix: str = "") -> str:
     """The most helpful text for ``finding`` that fits in WARNING_LIMIT characters."""
     where = pointer.to_dotted(finding.path)
+    rule = prefix + finding.rule
     candidates = (
-        f"{finding.rule}: {finding.message}",
-        f"{finding.rule}: {first_clause(finding.message)}",
-        f"{finding.rule} at {where}: {finding.remediation}",
+        f"{rule}: {finding.message}",
+        f"{rule}: {first_clause(finding.message)}",
+        f"{rule} at {where}: {finding.remediation}",
     )
     for text in candidates:
         if len(text) <= WARNING_LIMIT:
             return text
-    return fit_path(f"{finding.rule} at ", where)
+    return fit_path(f"{rule} at ", where)
 
 
 def capped(warnings: list[str]) -> list[str]:
@@ -196,26 +233,96 @@ def allowed_at_once(req: AdmissionRequest) -> bool:
     return req.operation in ("DELETE", "CONNECT") or req.sub_resource not in CHECKED_SUBRESOURCES or req.obj is None
 
 
-def validate(req: AdmissionRequest, config: Config, facts: ClusterFacts, evaluate: Evaluator) -> Verdict:
+def _terminating(obj: dict[str, Any] | None) -> bool:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return isinstance(meta, dict) and bool(meta.get("deletionTimestamp"))
+
+
+def _without_metadata_and_status(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+def unchecked_reason(req: AdmissionRequest) -> str | None:
+    """Why this request is admitted without evaluation (and never patched), or None."""
     if allowed_at_once(req):
-        return Verdict(allowed=True)
+        return "operation or subresource not checked"
+    if _terminating(req.obj) or _terminating(req.old_obj):
+        return "deletion in progress"
+    if _only_metadata_or_status_changed(req):
+        return "metadata or status update"
+    return None
+
+
+def _only_metadata_or_status_changed(req: AdmissionRequest) -> bool:
+    if req.operation != "UPDATE" or req.old_obj is None or req.obj is None:
+        return False
+    return _without_metadata_and_status(req.obj) == _without_metadata_and_status(req.old_obj)
+
+
+def ignore_warnings(uses: Sequence[IgnoreUse]) -> list[str]:
+    out = []
+    for use in uses:
+        where = pointer.to_dotted(use.pointer).rsplit(".annotations", 1)[0] or "metadata"
+        names = ",".join(use.rules)
+        if use.honoured:
+            out.append(fit_path(f"gpuguard.io/ignore skips {names} at ", where))
+        else:
+            out.append(fit_path("gpuguard.io/ignore not honoured here (allowIgnoreAnnotation) at ", where))
+        if use.unknown:
+            out.append(fit_path(f"gpuguard.io/ignore names no rule: {', '.join(use.unknown)} at ", where))
+    return out
+
+
+def _target(req: AdmissionRequest) -> tuple[str, str]:
     assert req.obj is not None
-    ev = evaluate(req.obj, config, facts)
-    if not ev.findings:
-        return Verdict(allowed=True)
-    warnings = capped(list(dict.fromkeys(short_warning(f) for f in ev.findings if f.severity is Severity.WARNING)))
-    blocking = ev.blocking()
-    if not blocking:
-        return Verdict(allowed=True, warnings=warnings, findings=ev.findings)
     meta = req.obj.get("metadata") or {}
     name = req.name or str(meta.get("name") or meta.get("generateName") or "")
-    message = denial_message(str(req.obj.get("kind") or req.kind), req.namespace, name, blocking)
-    return Verdict(allowed=False, message=message, warnings=warnings, findings=ev.findings)
+    return str(req.obj.get("kind") or req.kind), name
+
+
+def validate(req: AdmissionRequest, config: Config, facts: ClusterFacts, evaluate: Evaluator) -> Verdict:
+    reason = unchecked_reason(req)
+    if reason is not None:
+        return Verdict(allowed=True, skipped=reason)
+    assert req.obj is not None
+    ev = evaluate(req.obj, config, facts)
+    notes = ignore_warnings(ev.ignore_uses)
+    if not ev.findings:
+        return Verdict(allowed=True, warnings=capped(notes), ignore_uses=ev.ignore_uses)
+    blocking = ev.blocking()
+    preexisting: list[Finding] = []
+    if blocking and req.operation == "UPDATE" and req.old_obj is not None:
+        old = evaluate(req.old_obj, config, facts).blocking()
+        introduced = new_findings(req.obj, blocking, req.old_obj, old)
+        preexisting = [f for f in blocking if f not in introduced]
+        blocking = introduced
+    warnings = [short_warning(f) for f in ev.findings if f.severity is Severity.WARNING]
+    warnings += [short_warning(f, "pre-existing ") for f in preexisting]
+    if blocking and config.enforcement_in(req.namespace) == "warn":
+        warnings = [short_warning(f, "would deny: ") for f in blocking] + warnings
+        return Verdict(
+            allowed=True,
+            warnings=capped(list(dict.fromkeys([*warnings, *notes]))),
+            findings=ev.findings,
+            would_deny=blocking,
+            ignore_uses=ev.ignore_uses,
+        )
+    warnings = capped(list(dict.fromkeys([*warnings, *notes])))
+    if not blocking:
+        return Verdict(allowed=True, warnings=warnings, findings=ev.findings, ignore_uses=ev.ignore_uses)
+    kind, name = _target(req)
+    message = denial_message(kind, req.namespace, name, blocking)
+    return Verdict(allowed=False, message=message, warnings=warnings, findings=ev.findings, ignore_uses=ev.ignore_uses)
 
 
 def mutate(req: AdmissionRequest, config: Config, facts: ClusterFacts, evaluate: Evaluator) -> Verdict:
-    if allowed_at_once(req) or not config.mutate:
-        return Verdict(allowed=True)
+    if not config.mutate or req.operation != "CREATE":
+        return Verdict(allowed=True, skipped="nothing to mutate" if not config.mutate else "not a CREATE")
+    reason = unchecked_reason(req)
+    if reason is not None:
+        return Verdict(allowed=True, skipped=reason)
+    if not req.is_pod and not config.mutate_templates:
+        return Verdict(allowed=True, skipped="templates are not mutated (mutateTemplates: false)")
     assert req.obj is not None
     ev = evaluate(req.obj, config, facts)
     ops = ev.patch(config.mutate)

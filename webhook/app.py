@@ -28,6 +28,7 @@ from policies.config import Config
 from policies.engine import evaluate
 from policies.facts import ClusterFacts
 from webhook import admission
+from webhook.configsource import ConfigSource, StaticConfig
 from webhook.metrics import CONTENT_TYPE, Metrics
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ class AdmissionEndpoint:
     def __init__(
         self,
         mutating: bool,
-        config: Config,
+        config: ConfigSource,
         facts: FactsProvider,
         metrics: Metrics,
         max_body_bytes: int,
@@ -134,23 +135,25 @@ class AdmissionEndpoint:
         self.mutating = mutating
         self.images = images
         self.endpoint = "mutate" if mutating else "validate"
-        self.config = config
+        self.config_source = config
         self.facts = facts
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
         self.evaluator = evaluator
         self.decide = admission.mutate if mutating else admission.validate
 
-    async def _image_view(self, req: admission.AdmissionRequest, facts: ClusterFacts) -> ResolvedImages | None:
+    async def _image_view(
+        self, req: admission.AdmissionRequest, config: Config, facts: ClusterFacts
+    ) -> ResolvedImages | None:
         """Registry facts for the review's GPU images, waiting at most the review budget."""
-        if self.images is None or req.obj is None or admission.allowed_at_once(req):
+        if self.images is None or req.obj is None or admission.unchecked_reason(req) is not None:
             return None
-        if self.mutating and not self.config.mutate:
+        if self.mutating and (not config.mutate or req.operation != "CREATE"):
             return None
         from gpuguard.registry.facts import gpu_node_arches, pairs_in
 
         try:
-            obj, config = req.obj, self.config
+            obj = req.obj
             # Controllers create many pods that differ only in metadata: the images of a spec are
             # computed once per facts snapshot (serialising the spec is far cheaper than extracting).
             meta = obj.get("metadata") or {}
@@ -182,8 +185,9 @@ class AdmissionEndpoint:
             log.warning("%s: bad AdmissionReview: %s", self.endpoint, exc)
             await send_json(send, 400, orjson.dumps({"error": "bad AdmissionReview", "reason": str(exc)}))
             return
+        config = self.config_source.current()
         facts = self.facts.current()
-        view = await self._image_view(req, facts)
+        view = await self._image_view(req, config, facts)
         evaluator = self.evaluator
         if view is not None:
             evaluator = functools.partial(cast(Any, self.evaluator), images=view)
@@ -191,15 +195,15 @@ class AdmissionEndpoint:
             if len(body) > INLINE_BODY_BYTES:
                 # A very large object (thousands of containers) takes tens of milliseconds or
                 # more; evaluating it on a worker thread keeps the event loop answering others.
-                verdict = await anyio.to_thread.run_sync(self.decide, req, self.config, facts, evaluator)
+                verdict = await anyio.to_thread.run_sync(self.decide, req, config, facts, evaluator)
             else:
-                verdict = self.decide(req, self.config, facts, evaluator)
+                verdict = self.decide(req, config, facts, evaluator)
         except Exception:
             log.exception(
                 "%s: engine failed on %s %s/%s uid=%s", self.endpoint, req.kind, req.namespace, req.name, req.uid
             )
             self.metrics.count_error(self.endpoint, "engine_error")
-            verdict = admission.engine_failure(self.mutating, self.config)
+            verdict = admission.engine_failure(self.mutating, config)
         if view is not None and not self.mutating:
             from gpuguard.registry.service import warnings_for
 
@@ -213,6 +217,24 @@ class AdmissionEndpoint:
         )
         if not verdict.allowed and not verdict.engine_error:
             log.info("denied %s %s/%s uid=%s dryRun=%s", req.kind, req.namespace, req.name, req.uid, req.dry_run)
+        if verdict.would_deny:
+            self.metrics.observe_would_deny(verdict.would_deny)
+            rules = ",".join(sorted({f.rule for f in verdict.would_deny}))
+            log.info("would deny (enforcement warn) %s %s/%s uid=%s rules=%s", req.kind, req.namespace, req.name,
+                     req.uid, rules)
+        self._report_ignore_uses(req, verdict)
+
+    def _report_ignore_uses(self, req: admission.AdmissionRequest, verdict: admission.Verdict) -> None:
+        for use in verdict.ignore_uses:
+            self.metrics.count_ignore_use("honoured" if use.honoured else "refused")
+            if use.unknown:
+                self.metrics.count_ignore_use("unknown_rule")
+            user = req.username or "unknown user"
+            log.warning(
+                "gpuguard.io/ignore=%s on %s %s/%s uid=%s by %s: %s%s", ",".join(use.rules), req.kind, req.namespace,
+                req.name, req.uid, user, "honoured" if use.honoured else "not honoured (allowIgnoreAnnotation)",
+                f"; unknown rule ids {', '.join(use.unknown)}" if use.unknown else "",
+            )
 
 
 class WebhookApp(FastAPI):
@@ -232,7 +254,7 @@ class WebhookApp(FastAPI):
 
 
 def create_app(
-    config: Config,
+    config: Config | ConfigSource,
     facts_provider: FactsProvider,
     *,
     metrics: Metrics | None = None,
@@ -244,10 +266,13 @@ def create_app(
     registry lookups on it is also passed ``images=``).  ``image_lookups`` defaults to a service
     built from ``config.registry`` when ``registry.enabled`` is true."""
     metrics = metrics or Metrics()
-    if image_lookups is None and config.registry.enabled:
+    source: ConfigSource = StaticConfig(config) if isinstance(config, Config) else config
+    # Registry lookups are set up from the config at start; changing them needs a restart.
+    registry = source.current().registry
+    if image_lookups is None and registry.enabled:
         from gpuguard.registry.service import ImageLookupService
 
-        image_lookups = ImageLookupService.from_settings(config.registry, metrics.count_image_lookup)
+        image_lookups = ImageLookupService.from_settings(registry, metrics.count_image_lookup)
     app = WebhookApp(title="gpuguard admission webhook", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.metrics = metrics
     app.state.facts = facts_provider
@@ -255,11 +280,18 @@ def create_app(
     app.admission_endpoints = {}
     for mutating in (False, True):
         endpoint = AdmissionEndpoint(
-            mutating, config, facts_provider, metrics, max_body_bytes, evaluator, image_lookups
+            mutating, source, facts_provider, metrics, max_body_bytes, evaluator, image_lookups
         )
         path = f"/{endpoint.endpoint}"
         app.admission_endpoints[path] = endpoint
         app.router.routes.append(Route(path, endpoint=endpoint, methods=["POST"]))
+
+    add_health_routes(app, facts_provider, metrics)
+    return app
+
+
+def add_health_routes(app: FastAPI, facts_provider: FactsProvider, metrics: Metrics) -> None:
+    """``/healthz``, ``/readyz`` and ``/metrics`` (on the webhook port, and on ``--health-port``)."""
 
     @app.get("/healthz")
     async def healthz() -> Response:
@@ -285,4 +317,9 @@ def create_app(
         text = metrics.render(facts_provider.age_seconds(), facts_provider.ready, len(facts.nodes))
         return Response(text, media_type=CONTENT_TYPE)
 
+
+def create_health_app(facts_provider: FactsProvider, metrics: Metrics) -> FastAPI:
+    """The plain-HTTP app of ``--health-port``: probes and scraping without client certificates."""
+    app = FastAPI(title="gpuguard health", docs_url=None, redoc_url=None, openapi_url=None)
+    add_health_routes(app, facts_provider, metrics)
     return app

@@ -18,6 +18,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT})")
     parser.add_argument(
+        "--health-port",
+        type=int,
+        metavar="PORT",
+        help="also serve /healthz, /readyz and /metrics over plain HTTP on this port (for kubelet probes and "
+        "scraping, so that --client-ca can protect the webhook port alone)",
+    )
+    parser.add_argument(
+        "--config-reload-interval",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how often to check --config for changes; a valid edit applies, an invalid one is logged and "
+        "the last good config stays (default: 5)",
+    )
+    parser.add_argument(
         "--config", metavar="FILE", help="gpuguard policy config (YAML); without it the rule defaults apply"
     )
     source = parser.add_mutually_exclusive_group()
@@ -77,6 +92,12 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         log.error("--workers must be at least 1")
         return 2
+    if args.health_port is not None and args.health_port == args.port:
+        log.error("--health-port must differ from --port")
+        return 2
+    if args.config_reload_interval <= 0:
+        log.error("--config-reload-interval must be positive")
+        return 2
     try:
         config = load_config_file(args.config)[0] if args.config else Config()
         snapshot = load_cluster_facts(args.cluster) if args.cluster else None
@@ -127,6 +148,9 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         workers=args.workers,
         tls_reload_interval=args.tls_reload_interval,
+        config_path=Path(args.config) if args.config else None,
+        config_reload_interval=args.config_reload_interval,
+        health_port=args.health_port,
     )
     try:
         return serve(options)

@@ -54,6 +54,10 @@ class Metrics:
         self.latency: dict[str, Histogram] = {}
         self.cert_reloads: defaultdict[str, int] = defaultdict(int)
         self.image_lookups: defaultdict[str, int] = defaultdict(int)
+        self.would_deny: defaultdict[str, int] = defaultdict(int)
+        self.ignore_uses: defaultdict[str, int] = defaultdict(int)
+        self.config_reloads: defaultdict[str, int] = defaultdict(int)
+        self.config_loaded_at: float | None = None
 
     def observe_review(self, endpoint: str, kind: str, operation: str, allowed: bool, seconds: float) -> None:
         self.reviews[(endpoint, kind, operation, "true" if allowed else "false")] += 1
@@ -73,6 +77,21 @@ class Metrics:
     def count_cert_reload(self, result: str) -> None:
         """result: ok | invalid."""
         self.cert_reloads[result] += 1
+
+    def observe_would_deny(self, findings: Iterable[Finding]) -> None:
+        """Findings that ``enforcement: warn`` admitted instead of denying, by rule."""
+        for f in findings:
+            self.would_deny[f.rule] += 1
+
+    def count_ignore_use(self, result: str) -> None:
+        """result: honoured | refused (allowIgnoreAnnotation) | unknown_rule."""
+        self.ignore_uses[result] += 1
+
+    def count_config_reload(self, result: str, loaded_at: float | None = None) -> None:
+        """result: ok | invalid | unreadable."""
+        self.config_reloads[result] += 1
+        if loaded_at is not None:
+            self.config_loaded_at = loaded_at
 
     def count_image_lookup(self, result: str) -> None:
         """result: hit | miss (per image a review needs) | pending (past the budget) | failure."""
@@ -129,6 +148,25 @@ class Metrics:
             )
             for result, n in sorted(self.image_lookups.items()):
                 out.append(f"{name}{_labels(('result',), (result,))} {n}")
+
+        name = "gpuguard_would_deny_total"
+        family(name, "counter", "Findings admitted with a warning instead of denied (enforcement: warn), by rule.")
+        for rule, n in sorted(self.would_deny.items()):
+            out.append(f"{name}{_labels(('rule',), (rule,))} {n}")
+
+        name = "gpuguard_ignore_annotation_uses_total"
+        family(name, "counter", "gpuguard.io/ignore annotations on checked objects, by result.")
+        for result, n in sorted(self.ignore_uses.items()):
+            out.append(f"{name}{_labels(('result',), (result,))} {n}")
+
+        name = "gpuguard_config_reloads_total"
+        family(name, "counter", "Policy config reloads after the file changed, by result.")
+        for result, n in sorted(self.config_reloads.items()):
+            out.append(f"{name}{_labels(('result',), (result,))} {n}")
+        if self.config_loaded_at is not None:
+            name = "gpuguard_config_last_reload_success_timestamp_seconds"
+            family(name, "gauge", "When the config in force was loaded (Unix time).")
+            out.append(f"{name} {_number(round(self.config_loaded_at, 3))}")
 
         family("gpuguard_cluster_facts_ready", "gauge", "1 once cluster facts are loaded (or none are configured).")
         out.append(f"gpuguard_cluster_facts_ready {1 if facts_ready else 0}")

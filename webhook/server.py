@@ -16,7 +16,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -25,7 +25,8 @@ from typing import Any
 import uvicorn
 
 from policies.config import Config
-from webhook.app import DEFAULT_MAX_BODY_BYTES, FactsProvider, create_app
+from webhook.app import DEFAULT_MAX_BODY_BYTES, FactsProvider, create_app, create_health_app
+from webhook.configsource import ConfigSource, ReloadingConfig, StaticConfig
 from webhook.metrics import Metrics
 from webhook.tlsreload import CertificateReloader, server_context
 
@@ -45,6 +46,18 @@ class ServeOptions:
     tls_reload_interval: float = 10.0
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     keep_alive_seconds: int = 75  # longer than a client's idle pool timeout (Go's is 90 s)
+    config_path: Path | None = None  # watched for changes when set
+    config_reload_interval: float = 5.0  # a valid edit applies within this (plus the kubelet's sync)
+    health_port: int | None = None  # plain-HTTP /healthz, /readyz and /metrics
+    health_host: str | None = None  # default: the webhook's host
+
+
+class _Quiet(uvicorn.Server):
+    """A second server in the same loop: the webhook's server owns the signals and the shutdown."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -57,8 +70,18 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run_app(app: Any, options: ServeOptions, sock: socket.socket, metrics: Metrics | None = None) -> bool:
-    """Serve ``app`` over TLS on ``sock`` until SIGTERM/SIGINT; False if it never started."""
+def run_app(
+    app: Any,
+    options: ServeOptions,
+    sock: socket.socket,
+    metrics: Metrics | None = None,
+    health: tuple[Any, socket.socket] | None = None,
+    config: ReloadingConfig | None = None,
+) -> bool:
+    """Serve ``app`` over TLS on ``sock`` until SIGTERM/SIGINT; False if it never started.
+
+    ``health``: an app and its socket served over plain HTTP alongside; ``config``: a config file
+    source to check for changes every ``options.config_reload_interval`` seconds."""
     context = server_context(options.tls_cert, options.tls_key, options.client_ca)
     on_reload = metrics.count_cert_reload if metrics is not None else None
     reloader = CertificateReloader(context, options.tls_cert, options.tls_key, on_reload)
@@ -72,27 +95,52 @@ def run_app(app: Any, options: ServeOptions, sock: socket.socket, metrics: Metri
         server_header=False,
     )
     server = uvicorn.Server(uconfig)
+    health_server: uvicorn.Server | None = None
+    if health is not None:
+        health_config = uvicorn.Config(
+            health[0], log_config=None, access_log=False, lifespan="off", server_header=False, timeout_keep_alive=5
+        )
+        health_server = _Quiet(health_config)
 
     async def main() -> None:
-        watcher = asyncio.create_task(reloader.run(options.tls_reload_interval))
+        watchers = [asyncio.create_task(reloader.run(options.tls_reload_interval))]
+        if config is not None:
+            watchers.append(asyncio.create_task(config.run(options.config_reload_interval)))
+        health_task = None
+        if health_server is not None and health is not None:
+            health_task = asyncio.create_task(health_server.serve(sockets=[health[1]]))
         try:
             await server.serve(sockets=[sock])
         finally:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+            for watcher in watchers:
+                watcher.cancel()
+            if health_server is not None:
+                health_server.should_exit = True
+            for task in [*watchers, *([health_task] if health_task is not None else [])]:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     with asyncio.Runner(loop_factory=uconfig.get_loop_factory()) as runner:
         runner.run(main())
     return bool(server.started)
 
 
-def run_worker(options: ServeOptions, sock: socket.socket) -> int:
+def run_worker(options: ServeOptions, sock: socket.socket, health_sock: socket.socket | None = None) -> int:
     facts = options.facts_factory()
     metrics = Metrics()
-    app = create_app(options.config, facts, metrics=metrics, max_body_bytes=options.max_body_bytes)
+    reloading: ReloadingConfig | None = None
+    source: ConfigSource = StaticConfig(options.config)
+    if options.config_path is not None:
+        reloading = ReloadingConfig(options.config_path, options.config)
+        reloading.on_result = lambda result: metrics.count_config_reload(
+            result, reloading.loaded_at if reloading is not None and result == "ok" else None
+        )
+        metrics.config_loaded_at = reloading.loaded_at
+        source = reloading
+    app = create_app(source, facts, metrics=metrics, max_body_bytes=options.max_body_bytes)
+    health = (create_health_app(facts, metrics), health_sock) if health_sock is not None else None
     try:
-        started = run_app(app, options, sock, metrics)
+        started = run_app(app, options, sock, metrics, health=health, config=reloading)
     finally:
         stop = getattr(facts, "stop", None)
         if callable(stop):
@@ -102,16 +150,21 @@ def run_worker(options: ServeOptions, sock: socket.socket) -> int:
 
 def serve(options: ServeOptions) -> int:
     sock = bind(options.host, options.port)
+    health_sock = None
+    if options.health_port is not None:
+        health_host = options.health_host or options.host
+        health_sock = bind(health_host, options.health_port)
+        log.info("health, readiness and metrics on http://%s:%d", health_host, options.health_port)
     log.info("listening on https://%s:%d with %d worker(s)", options.host, options.port, options.workers)
     if options.workers <= 1:
-        return run_worker(options, sock)
+        return run_worker(options, sock, health_sock)
     children: list[int] = []
     for _ in range(options.workers):
         pid = os.fork()
         if pid == 0:
             code = 1
             try:
-                code = run_worker(options, sock)
+                code = run_worker(options, sock, health_sock)
             except BaseException:
                 log.exception("worker failed")
             finally:

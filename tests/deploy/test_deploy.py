@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gpuguard.cli import main as gpuguard
 from policies.config import load_config
@@ -21,12 +22,27 @@ KUBERNETES_VERSION = "1.33.0"
 WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
 
 
+KUSTOMIZATION = load_yaml_docs(DEPLOY / "kustomization.yaml")[0]
+
+
+def generated_config_maps() -> list[dict[str, Any]]:
+    """The ConfigMaps of configMapGenerator, as kustomize builds them (minus the name hash)."""
+    maps = []
+    for gen in KUSTOMIZATION.get("configMapGenerator", []):
+        data = {}
+        for entry in gen["files"]:
+            key, _, path = entry.partition("=")
+            data[key] = (DEPLOY / path).read_text()
+        meta = {"name": gen["name"], "namespace": gen["namespace"], "labels": gen.get("options", {}).get("labels", {})}
+        maps.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data})
+    return maps
+
+
 def deploy_docs() -> list[dict[str, Any]]:
-    kustomization = load_yaml_docs(DEPLOY / "kustomization.yaml")[0]
     docs: list[dict[str, Any]] = []
-    for name in kustomization["resources"]:
+    for name in KUSTOMIZATION["resources"]:
         docs.extend(load_yaml_docs(DEPLOY / name))
-    return docs
+    return docs + generated_config_maps()
 
 
 DOCS = deploy_docs()
@@ -57,9 +73,10 @@ def test_webhooks_yaml_is_generated_from_the_extractor_table() -> None:
 
 
 def test_kustomization_lists_every_manifest() -> None:
-    listed = set(load_yaml_docs(DEPLOY / "kustomization.yaml")[0]["resources"])
+    listed = set(KUSTOMIZATION["resources"])
+    generated = {e.partition("=")[2] for g in KUSTOMIZATION["configMapGenerator"] for e in g["files"]}
     on_disk = {p.name for p in DEPLOY.glob("*.yaml")} - {"kustomization.yaml"}
-    assert listed == on_disk
+    assert listed | generated == on_disk
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda d: f"{d['kind']}/{d['metadata']['name']}")
@@ -101,7 +118,9 @@ def test_policy_config_is_valid() -> None:
     config = load_config(raw)
     assert config.mutate == ("gpu-limit-missing", "gpu-taint-not-tolerated")
     assert config.failure_mode == "allow"
-    assert {"kube-system", "gpuguard"} <= config.exempt_namespaces
+    assert config.enforcement == "warn"  # a first install warns; the README says when to enforce
+    assert config.exempt_namespaces == load_config(None).exempt_namespaces  # the GPU infrastructure too
+    assert not config.mutate_templates
 
 
 def test_deployment_is_highly_available_and_restricted() -> None:
@@ -128,9 +147,13 @@ def test_deployment_is_highly_available_and_restricted() -> None:
     assert sc["capabilities"]["drop"] == ["ALL"]
     for kind in ("requests", "limits"):
         assert {"cpu", "memory"} <= set(container["resources"][kind])
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
         assert container[probe]["httpGet"]["path"] == path
-        assert container[probe]["httpGet"]["scheme"] == "HTTPS"
+        # Probes go to the plain-HTTP health port, so --client-ca can guard the webhook port.
+        assert container[probe]["httpGet"]["scheme"] == "HTTP"
+        assert container[probe]["httpGet"]["port"] == "health"
+    assert ports["health"] == 8081 and ports["https"] == 8443
 
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
@@ -140,7 +163,7 @@ def test_deployment_is_highly_available_and_restricted() -> None:
     assert mounts["config"] == "/config"
     assert container["args"] == [
         "serve", "--tls-cert", "/tls/tls.crt", "--tls-key", "/tls/tls.key",
-        "--config", "/config/.gpuguard.yaml", "--in-cluster",
+        "--config", "/config/.gpuguard.yaml", "--in-cluster", "--health-port", "8081",
     ]
 
 
@@ -151,6 +174,7 @@ def test_deployment_args_parse_with_the_serve_command() -> None:
     assert args.command == "serve"
     assert args.in_cluster is True
     assert args.port == 8443
+    assert args.health_port == 8081
 
 
 def test_service_targets_the_webhook_port() -> None:
@@ -183,6 +207,9 @@ def test_webhook_settings(kind: str, webhook: dict[str, Any]) -> None:
     assert expr["key"] == "kubernetes.io/metadata.name"
     assert expr["operator"] == "NotIn"
     assert {"kube-system", service["metadata"]["namespace"]} <= set(expr["values"])
+    # GPU infrastructure never reaches the webhook: the same namespaces the shipped config exempts.
+    config_map = one("ConfigMap")["data"][".gpuguard.yaml"]
+    assert set(expr["values"]) == set(load_config(yaml.safe_load(config_map)).exempt_namespaces)
     assert len(webhook["matchConditions"]) <= 64
 
 
@@ -195,6 +222,7 @@ def test_webhook_rules_cover_exactly_the_extractor_kinds(kind: str, webhook: dic
             for resource in rule["resources"]:
                 covered.setdefault((group, resource), set()).update(rule["apiVersions"])
     expected = {(w.group, w.resource): set(w.versions) for w in WORKLOADS}
+    expected[("", "pods/ephemeralcontainers")] = {"v1"}  # kubectl debug: see webhook/admission.py
     assert covered == expected
 
 
@@ -454,3 +482,21 @@ def test_dockerfile_matches_the_deployment() -> None:
     assert container["image"].startswith("ghcr.io/gpuguard/gpuguard:") and container["image"].split(":")[-1] in dockerfile
     for package in ("gpuguard", "policies", "linter", "webhook", "certs"):
         assert f"COPY {package} ./{package}" in dockerfile
+
+
+def test_match_conditions_skip_objects_being_deleted(conditions: MatchConditions) -> None:
+    new = copy.deepcopy(gpu_fixtures()["pod"])
+    old = copy.deepcopy(new)
+    old["metadata"]["finalizers"] = ["batch.kubernetes.io/job-tracking"]
+    for obj in (new, old):
+        obj["metadata"]["deletionTimestamp"] = "2026-11-30T09:15:00Z"
+    assert conditions.decide("UPDATE", new, old=old) is False
+    alive = gpu_fixtures()["pod"]
+    assert conditions.decide("UPDATE", alive, old=old) is False  # the old one is terminating
+    assert conditions.decide("UPDATE", alive, old=alive) is True
+
+
+def test_debug_containers_reach_the_webhook() -> None:
+    for _, webhook in webhooks():
+        pods = [r for r in webhook["rules"] if r["apiGroups"] == [""] and "pods" in r["resources"]]
+        assert pods and "pods/ephemeralcontainers" in pods[0]["resources"]

@@ -141,7 +141,7 @@ def _post(app: Any, path: str, body: bytes) -> dict[str, Any]:
 
 def test_webhook_warns_then_mutation_steers_and_is_idempotent(facts: ClusterFacts) -> None:
     obj = yaml.safe_load(MANIFEST)
-    app = create_app(load_config({"mutate": ["gpu-cuda-driver-mismatch"]}), StaticFacts(facts))
+    app = create_app(load_config({"mutate": ["gpu-cuda-driver-mismatch"], "mutateTemplates": True}), StaticFacts(facts))
     verdict = _post(app, "/validate", _review(obj))
     assert verdict["allowed"] is True
     assert any("gpu-cuda-driver-mismatch" in w for w in verdict["warnings"])

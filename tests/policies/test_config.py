@@ -76,3 +76,25 @@ def test_config_file_error_names_file_and_key(tmp_path: Path) -> None:
         load_config_file(str(path))
     assert exc.value.file == str(path)
     assert "rules.gpu-limit-missing.severity" in exc.value.message
+
+
+def test_admission_safety_keys_are_validated() -> None:
+    from policies.config import DEFAULT_EXEMPT_NAMESPACES, ConfigError, load_config
+
+    config = load_config({"enforcement": "warn", "warnNamespaces": ["team-*"], "allowIgnoreAnnotation": ["ml"],
+                          "mutateTemplates": True})
+    assert config.enforcement_in("prod") == "warn" and config.mutate_templates
+    assert config.honours_ignore_annotation("ml") and not config.honours_ignore_annotation("prod")
+    assert load_config(None).exempt_namespaces == DEFAULT_EXEMPT_NAMESPACES
+    assert load_config({}).enforcement_in("team-a") == "enforce"
+    assert load_config({"warnNamespaces": ["team-*"]}).enforcement_in("team-a") == "warn"
+    bad = [
+        ({"enforcement": "audit"}, "enforcement: expected enforce or warn"),
+        ({"warnNamespaces": "team-*"}, "warnNamespaces: expected a list"),
+        ({"warnNamespaces": [""]}, r"warnNamespaces\[0\]: expected a non-empty string"),
+        ({"allowIgnoreAnnotation": "yes"}, "allowIgnoreAnnotation: expected true, false or a list"),
+        ({"mutateTemplates": "true"}, "mutateTemplates: expected true or false"),
+    ]
+    for raw, message in bad:
+        with pytest.raises(ConfigError, match=message):
+            load_config(raw)

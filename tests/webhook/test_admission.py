@@ -166,7 +166,7 @@ def test_mutate_without_configured_fixes_returns_no_patch() -> None:
 
 def test_mutation_is_minimal_and_idempotent_in_process() -> None:
     review = review_dict(ADMISSION / "deployment-gpu-request-without-limit.json")
-    config = load_config({"mutate": ["gpu-limit-missing"]})
+    config = load_config({"mutate": ["gpu-limit-missing"], "mutateTemplates": True})
     req = admission.parse_review(orjson.dumps(review))
     verdict = admission.mutate(req, config, ClusterFacts.empty(), evaluate)
     assert verdict.patch is not None

@@ -6,19 +6,14 @@ Certificates come from ``certs.tls``; clients verify the CA.  Every wait polls w
 from __future__ import annotations
 
 import asyncio
-import base64
 import copy
 import json
 import os
-import socket
 import ssl
-import subprocess
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,27 +21,26 @@ import httpx
 import jsonpatch
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.hazmat.primitives import serialization
 
 from certs.tls import Bundle, generate_bundle
 from policies import pointer
-from tests.support.paths import CORPUS, EXAMPLES, FIXTURES, ROOT
+from tests.support.paths import CORPUS, EXAMPLES, FIXTURES
+from tests.support.webhook_server import (
+    LOCAL_SANS,
+    STARTUP_DEADLINE,
+    Server,
+    call,
+    client_cert,
+    decoded_patch,
+    ssl_client_context,
+    start_server,
+    stop_server,
+)
 
 pytestmark = pytest.mark.integration
 
 ADMISSION = FIXTURES / "admission"
-SERVE = [sys.executable, "-m", "gpuguard.cli", "serve"]
-LOCAL_SANS = ["localhost", "127.0.0.1"]
-STARTUP_DEADLINE = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def load_review(name: str) -> dict[str, Any]:
@@ -60,85 +54,6 @@ def with_uid(review: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@dataclass
-class Server:
-    proc: subprocess.Popen[bytes]
-    port: int
-    ca: Path
-    log: Path
-
-    @property
-    def url(self) -> str:
-        return f"https://localhost:{self.port}"
-
-    def client(self, **kwargs: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.url, verify=ssl_client_context(self.ca), timeout=10, **kwargs)
-
-    def log_text(self) -> str:
-        return self.log.read_text()
-
-
-def ssl_client_context(*cas: Path, cert: tuple[Path, Path] | None = None) -> ssl.SSLContext:
-    ctx = ssl.create_default_context()
-    for ca in cas:
-        ctx.load_verify_locations(cafile=str(ca))
-    if cert is not None:
-        ctx.load_cert_chain(str(cert[0]), str(cert[1]))
-    return ctx
-
-
-def wait_until_healthy(server: Server, ctx: ssl.SSLContext | None = None) -> None:
-    deadline = time.monotonic() + STARTUP_DEADLINE
-    verify = ctx or ssl_client_context(server.ca)
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        if server.proc.poll() is not None:
-            raise AssertionError(f"server exited with {server.proc.returncode}:\n{server.log_text()}")
-        try:
-            if httpx.get(f"{server.url}/healthz", verify=verify, timeout=2).status_code == 200:
-                return
-        except (httpx.TransportError, ssl.SSLError) as exc:
-            last = exc
-        time.sleep(0.05)  # polling interval of a bounded wait, not synchronisation by sleeping
-    raise AssertionError(f"server not healthy within {STARTUP_DEADLINE}s ({last}):\n{server.log_text()}")
-
-
-def start_server(
-    tmp: Path,
-    bundle: Bundle,
-    *extra: str,
-    config: str | None = None,
-    health_ctx: ssl.SSLContext | None = None,
-) -> Server:
-    tmp.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    args = [*SERVE, "--tls-cert", str(bundle.tls_crt), "--tls-key", str(bundle.tls_key)]
-    args += ["--host", "127.0.0.1", "--port", str(port), *extra]
-    if config is not None:
-        cfg = tmp / "gpuguard.yaml"
-        cfg.write_text(config)
-        args += ["--config", str(cfg)]
-    log = tmp / "server.log"
-    with log.open("wb") as fh:
-        proc = subprocess.Popen(args, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
-    server = Server(proc, port, bundle.ca_crt, log)
-    try:
-        wait_until_healthy(server, health_ctx)
-    except BaseException:
-        stop_server(server)
-        raise
-    return server
-
-
-def stop_server(server: Server) -> None:
-    server.proc.terminate()
-    try:
-        server.proc.wait(15)
-    except subprocess.TimeoutExpired:
-        server.proc.kill()
-        server.proc.wait(5)
-
-
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
     return generate_bundle("gpuguard", "gpuguard", tmp_path_factory.mktemp("certs"), extra_sans=LOCAL_SANS)
@@ -146,13 +61,13 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, bundle: Bundle) -> Iterator[Server]:
-    """Defaults plus ``mutate: [gpu-limit-missing]``, with the example cluster as facts."""
+    """Defaults plus ``mutate: [gpu-limit-missing]`` on Pods and templates, with the example cluster as facts."""
     srv = start_server(
         tmp_path_factory.mktemp("server"),
         bundle,
         "--cluster",
         str(EXAMPLES / "cluster.yaml"),
-        config="mutate: [gpu-limit-missing]\n",
+        config="mutate: [gpu-limit-missing]\nmutateTemplates: true\n",
     )
     yield srv
     stop_server(srv)
@@ -166,27 +81,6 @@ def warn_server(tmp_path_factory: pytest.TempPathFactory, bundle: Bundle) -> Ite
     )
     yield srv
     stop_server(srv)
-
-
-def call(client: httpx.Client, endpoint: str, review: dict[str, Any]) -> dict[str, Any]:
-    resp = client.post(f"/{endpoint}?timeout=10s", json=review)
-    assert resp.status_code == 200, resp.text
-    out: dict[str, Any] = resp.json()
-    # What kube-apiserver's VerifyAdmissionResponse checks:
-    assert out["apiVersion"] == "admission.k8s.io/v1" and out["kind"] == "AdmissionReview"
-    assert out["response"]["uid"] == review["request"]["uid"]
-    response: dict[str, Any] = out["response"]
-    if endpoint == "validate":
-        assert "patch" not in response and "patchType" not in response
-    else:
-        assert ("patch" in response) == ("patchType" in response)
-    return response
-
-
-def decoded_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
-    assert response["patchType"] == "JSONPatch"
-    ops: list[dict[str, Any]] = json.loads(base64.b64decode(response["patch"]))
-    return ops
 
 
 # --- verdicts --------------------------------------------------------------------------------
@@ -517,38 +411,10 @@ def test_invalid_rotation_keeps_the_old_certificate(tmp_path: Path) -> None:
 
 # --- client certificates -----------------------------------------------------------------------
 
-def _client_cert(ca_crt: Path, ca_key: Path, out: Path) -> tuple[Path, Path]:
-    ca = x509.load_pem_x509_certificate(ca_crt.read_bytes())
-    ca_private = serialization.load_pem_private_key(ca_key.read_bytes(), password=None)
-    assert isinstance(ca_private, ec.EllipticCurvePrivateKey)
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = time.time()
-    import datetime as dt
-
-    start = dt.datetime.fromtimestamp(now - 300, dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(start + dt.timedelta(days=1))
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .sign(ca_private, hashes.SHA256())
-    )
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "client.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (out / "client.key").write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return out / "client.crt", out / "client.key"
-
-
 def test_client_ca_requires_a_client_certificate(tmp_path: Path, bundle: Bundle) -> None:
     client_ca = generate_bundle("clients", "gpuguard", tmp_path / "client-ca")
     ca_key = client_ca.ca_crt.parent / "ca.key"
-    pair = _client_cert(client_ca.ca_crt, ca_key, tmp_path / "client")
+    pair = client_cert(client_ca.ca_crt, ca_key, tmp_path / "client")
     with_cert = ssl_client_context(bundle.ca_crt, cert=pair)
     srv = start_server(tmp_path / "srv", bundle, "--client-ca", str(client_ca.ca_crt), health_ctx=with_cert)
     try:
