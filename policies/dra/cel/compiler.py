@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies.dra.cel import ast
-from policies.dra.cel.checker import Checked, Features, check
+from policies.dra.cel.checker import Features, check
 from policies.dra.cel.cost import U64, estimate
-from policies.dra.cel.interpreter import DeviceValue, Interpreter
+from policies.dra.cel.interpreter import DeviceValue, Interpreter, Program
 from policies.dra.cel.parse import CelSyntaxError, parse
 from policies.dra.cel.quantity import QuantityError, parse_quantity
 from policies.dra.cel.references import References, find_references
@@ -98,8 +98,7 @@ class CompiledSelector:
     parity_uncertain: bool
     uncertain_reasons: tuple[str, ...]
     references: References
-    _root: ast.Expr | None = field(default=None, repr=False, compare=False)
-    _checked: Checked | None = field(default=None, repr=False, compare=False)
+    _program: Program | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -109,13 +108,13 @@ class CompiledSelector:
         """Evaluate against one device; never raises."""
         if self.issue is not None:
             return MatchResult(None, error=f"CEL compile error: {self.issue.detail}")
-        if not self.evaluable or self._root is None or self._checked is None:
+        if not self.evaluable or self._program is None:
             return MatchResult(None, unsupported="; ".join(self.uncertain_reasons) or "not evaluable")
         if device.value is None:
             return MatchResult(None, error=device.error)
-        interpreter = Interpreter(self._checked, device.value, cost_limit)
+        interpreter = Interpreter(self._program, device.value, cost_limit)
         try:
-            result = interpreter.eval(self._root)
+            result = interpreter.eval(self._program.root)
         except CelEvalError as exc:
             return MatchResult(None, interpreter.cost, error=exc.message)
         except CostLimitExceeded as exc:
@@ -209,8 +208,9 @@ def _compile(expression: str, features: Features) -> CompiledSelector:
         return CompiledSelector(expression, issue, str(output), cost, False, bool(reasons), reasons, references)
     if cost * 2 > MAX_COST:
         uncertain.append("the estimated cost is close to the limit")
+    program = Program(root, checked) if evaluable else None
     return CompiledSelector(
-        expression, None, str(output), cost, evaluable, bool(uncertain), tuple(uncertain), references, root, checked
+        expression, None, str(output), cost, evaluable, bool(uncertain), tuple(uncertain), references, program
     )
 
 

@@ -10,16 +10,22 @@ plus Kubernetes' ``CallCost``): 1 per identifier, selection and index, the size-
 cost of string and list functions, 10 per list and 30 per map literal; exceeding the limit
 cancels evaluation with ``operation cancelled: actual cost limit exceeded``, which no CEL
 operator absorbs.
+
+A :class:`Program` is built once per selector: it resolves each call to its implementation
+and cost rule, and folds calls whose arguments are all literals (``quantity("40Gi")``) so a
+selector evaluated against thousands of devices parses its constants once.  Folding keeps
+the cost: the folded call is still charged on every evaluation.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from policies.dra.cel import ast
 from policies.dra.cel.checker import TYPE_IDENTS, Checked
-from policies.dra.cel.library import FUNCTIONS, dispatch
+from policies.dra.cel.library import FUNCTIONS, Overload, dispatch
 from policies.dra.cel.quantity import Quantity
 from policies.dra.cel.semver import Semver
 from policies.dra.cel.values import (
@@ -34,6 +40,8 @@ from policies.dra.cel.values import (
     no_such_overload,
     size_of,
 )
+
+CostRule = Callable[[Sequence[object], object], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +71,112 @@ def _ceil(x: float) -> int:
     return math.ceil(x)
 
 
-class Interpreter:
-    def __init__(self, checked: Checked, device: DeviceValue, cost_limit: int) -> None:
+def _one(args: Sequence[object], result: object) -> int:
+    return 1
+
+
+def _traversal(value: object) -> int:
+    """library/cost.go ``traversalCost``."""
+    if isinstance(value, str | bytes):
+        return int(len(value) * 0.1)
+    if isinstance(value, tuple):
+        return sum(_traversal(v) for v in value)
+    if isinstance(value, CelMap):
+        return sum(_traversal(k) + _traversal(value[k]) for k in value)
+    return 1
+
+
+def _texts(args: Sequence[object]) -> bool:
+    return len(args) == 2 and isinstance(args[0], str | bytes) and isinstance(args[1], str | bytes)
+
+
+def _cost_rule(name: str, member: bool) -> CostRule:
+    """runtimecost.go ``costCall`` with Kubernetes' ``CallCost`` (library/cost.go)."""
+    if name in ("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf", "includes"):
+        return lambda a, r: _traversal(a[0]) if a else 0
+    if name in ("lowerAscii", "upperAscii", "substring", "trim", "quantity", "isQuantity", "semver", "isSemver"):
+        return lambda a, r: _ceil(size_of(a[0]) * 0.1)
+    if name in ("startsWith", "endsWith"):
+        return lambda a, r: _ceil(size_of(a[0]) * 0.1)
+    if name in ("replace", "split"):
+        return lambda a, r: _ceil(size_of(a[0]) * 0.2)
+    if name == "join":
+        return lambda a, r: _ceil(size_of(r) * 0.2)
+    if name in ("find", "findAll"):
+        return lambda a, r: _ceil((1 + size_of(a[0])) * 0.1) * _ceil(size_of(a[1]) * 0.25)
+    if name in ("_==_", "_!=_"):
+        return lambda a, r: 1 if isinstance(a[0], Quantity | Semver) else _ceil(min(size_of(a[0]), size_of(a[1])) * 0.1)
+    if name in ("_<_", "_<=_", "_>_", "_>=_"):
+        return lambda a, r: _ceil(min(size_of(a[0]), size_of(a[1])) * 0.1) if _texts(a) else 1
+    if name == "@in":
+        return lambda a, r: size_of(a[1]) if isinstance(a[1], tuple) else 1
+    if name == "_+_":
+        return lambda a, r: _ceil((size_of(a[0]) + size_of(a[1])) * 0.1) if _texts(a) else 1
+    if name == "matches" and member:
+        return lambda a, r: _ceil((1 + size_of(a[0])) * 0.1) * _ceil(size_of(a[1]) * 0.25)
+    if name == "contains":
+        return lambda a, r: _ceil(size_of(a[0]) * 0.1) * _ceil(size_of(a[1]) * 0.1) if _texts(a) else 1
+    return _one
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    name: str
+    target: ast.Expr | None
+    candidates: tuple[Overload, ...]
+    static: Overload | None  # exactly one overload and no dyn argument: no runtime dispatch
+    cost: CostRule
+    constant: tuple[bool, object, int] | None = None  # (is_error, value or message, cost)
+
+
+class Program:
+    """A checked selector prepared for repeated evaluation."""
+
+    def __init__(self, root: ast.Expr, checked: Checked) -> None:
+        self.root = root
         self.checked = checked
+        self.plans: dict[int, _Plan] = {}
+        for node in ast.walk(root):
+            if isinstance(node, ast.Call):
+                self.plans[node.id] = self._plan(node)
+
+    def _plan(self, node: ast.Call) -> _Plan:
+        qualified = node.id in self.checked.qualified
+        name = self.checked.qualified.get(node.id, node.function)
+        target = None if qualified else node.target
+        candidates = tuple(self.checked.overloads.get(node.id, ()))
+        if not candidates and name in FUNCTIONS:
+            candidates = tuple(o for o in FUNCTIONS[name] if o.member == (target is not None))
+        arg_nodes = ([target] if target is not None else []) + list(node.args)
+        static = None
+        if len(candidates) == 1 and candidates[0].impl is not None:
+            if all(self.checked.types.get(a.id, _DYN).kind not in ("dyn", "param", "error") for a in arg_nodes):
+                static = candidates[0]
+        plan = _Plan(name, target, candidates, static, _cost_rule(name, target is not None))
+        if static is not None and all(isinstance(a, ast.Literal) for a in arg_nodes) and name != "dyn":
+            args = [_literal(a) for a in arg_nodes]  # type: ignore[arg-type]
+            assert static.impl is not None
+            try:
+                value = static.impl(*args)
+            except CelEvalError as exc:
+                return _Plan(name, target, candidates, static, plan.cost, (True, exc.message, 1))
+            except Unsupported:
+                return plan
+            return _Plan(name, target, candidates, static, plan.cost, (False, value, plan.cost(args, value)))
+        return plan
+
+
+_DYN = TYPE_IDENTS["dyn"]
+
+
+def _literal(node: ast.Literal) -> object:
+    return Uint(node.value) if node.kind == "uint" else node.value  # type: ignore[arg-type]
+
+
+class Interpreter:
+    def __init__(self, program: Program, device: DeviceValue, cost_limit: int) -> None:
+        self.program = program
+        self.plans = program.plans
         self.device = device
         self.limit = cost_limit
         self.cost = 0
@@ -76,78 +187,93 @@ class Interpreter:
         if self.cost > self.limit:
             raise CostLimitExceeded(self.limit)
 
-    def lookup(self, name: str) -> tuple[bool, object]:
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return True, scope[name]
-        return False, None
-
-    # --- evaluation ----------------------------------------------------------------------
-
     def eval(self, node: ast.Expr) -> object:
-        if isinstance(node, ast.Literal):
-            return node.value if node.kind != "uint" else _uint(node.value)
-        if isinstance(node, ast.Ident):
-            self.charge(1)
-            found, value = self.lookup(node.name)
-            if found:
-                return value
-            if node.name == "device":
-                return self.device
-            if node.name in TYPE_IDENTS:
-                return TypeValue(node.name)
-            raise CelEvalError(f"no such attribute: {node.name}")
-        if isinstance(node, ast.Select):
-            return self._select(node)
-        if isinstance(node, ast.Call):
-            return self._call(node)
-        if isinstance(node, ast.CreateList):
-            items = tuple(self.eval(e) for e in node.elements)
-            self.charge(10)
-            return items
-        if isinstance(node, ast.CreateMap):
-            pairs = [(self.eval(k), self.eval(v)) for k, v in node.entries]
-            self.charge(30)
-            return CelMap.from_pairs(pairs)
-        if isinstance(node, ast.Comprehension):
-            return self._comprehension(node)
-        if isinstance(node, ast.Bind):
-            self.charge(10)
-            init = self.eval(node.init)
-            self.scopes.append({node.var: init})
-            try:
-                return self.eval(node.body)
-            finally:
-                self.scopes.pop()
-        if isinstance(node, ast.Unsupported):
-            raise Unsupported(node.what)
-        raise AssertionError(f"unknown node {node!r}")
+        return _HANDLERS[type(node)](self, node)
+
+    # --- nodes ---------------------------------------------------------------------------
+
+    def _literal(self, node: ast.Literal) -> object:
+        return _literal(node)
+
+    def _ident(self, node: ast.Ident) -> object:
+        self.charge(1)
+        for scope in reversed(self.scopes):
+            if node.name in scope:
+                return scope[node.name]
+        if node.name == "device":
+            return self.device
+        if node.name in TYPE_IDENTS:
+            return TypeValue(node.name)
+        raise CelEvalError(f"no such attribute: {node.name}")
 
     def _select(self, node: ast.Select) -> object:
         operand = self.eval(node.operand)
         if not node.test_only:
             self.charge(1)
+        if isinstance(operand, CelMap):
+            return operand.has(node.field) if node.test_only else operand[node.field]
         if isinstance(operand, DeviceValue):
             return True if node.test_only else operand.field(node.field)
-        if isinstance(operand, CelMap):
-            if node.test_only:
-                return operand.has(node.field)
-            return operand[node.field]
         raise CelEvalError(f"type '{go_type_name(operand)}' does not support field selection")
 
+    def _list(self, node: ast.CreateList) -> object:
+        items = tuple(self.eval(e) for e in node.elements)
+        self.charge(10)
+        return items
+
+    def _map(self, node: ast.CreateMap) -> object:
+        pairs = [(self.eval(k), self.eval(v)) for k, v in node.entries]
+        self.charge(30)
+        return CelMap.from_pairs(pairs)
+
+    def _bind(self, node: ast.Bind) -> object:
+        self.charge(10)  # the empty range of the fold cel.bind expands to
+        init = self.eval(node.init)
+        self.scopes.append({node.var: init})
+        try:
+            return self.eval(node.body)
+        finally:
+            self.scopes.pop()
+
+    def _unsupported(self, node: ast.Unsupported) -> object:
+        raise Unsupported(node.what)
+
     def _call(self, node: ast.Call) -> object:
-        name = self.checked.qualified.get(node.id, node.function)
-        target = None if node.id in self.checked.qualified else node.target
-        if name == "_&&_" or name == "_||_":
-            return self._logical(node, stop=(name == "_||_"))
+        plan = self.plans[node.id]
+        if plan.constant is not None:
+            is_error, value, cost = plan.constant
+            self.charge(cost)
+            if is_error:
+                raise CelEvalError(str(value))
+            return value
+        name = plan.name
+        if name == "_&&_":
+            return self._logical(node, False)
+        if name == "_||_":
+            return self._logical(node, True)
         if name == "_?_:_":
             condition = self.eval(node.args[0])
             if not isinstance(condition, bool):
                 raise no_such_overload()
             return self.eval(node.args[1] if condition else node.args[2])
-        args = ([self.eval(target)] if target is not None else []) + [self.eval(a) for a in node.args]
-        result = self._apply(node, name, args)
-        self.charge(self._call_cost(name, node, args, result))
+        args = [self.eval(plan.target)] if plan.target is not None else []
+        args.extend(self.eval(a) for a in node.args)
+        if plan.static is not None:
+            assert plan.static.impl is not None
+            result = plan.static.impl(*args)
+        elif name == "_==_":
+            result = cel_equal(args[0], args[1])
+        elif name == "_!=_":
+            result = not cel_equal(args[0], args[1])
+        elif name == "@in":
+            result = _contains(args[1], args[0])
+        elif name == "_[_]":
+            result = _index(args[0], args[1])
+        elif not plan.candidates:
+            raise Unsupported(f"{name} is not evaluated by gpuguard")
+        else:
+            result = dispatch(plan.candidates, args)[1]
+        self.charge(plan.cost(args, result))
         return result
 
     def _logical(self, node: ast.Call, stop: bool) -> bool:
@@ -166,58 +292,6 @@ class Interpreter:
             raise error
         return not stop
 
-    def _apply(self, node: ast.Call, name: str, args: list[object]) -> object:
-        if name == "_==_":
-            return cel_equal(args[0], args[1])
-        if name == "_!=_":
-            return not cel_equal(args[0], args[1])
-        if name == "@in":
-            return _contains(args[1], args[0])
-        if name == "_[_]":
-            return _index(args[0], args[1])
-        candidates = self.checked.overloads.get(node.id)
-        if not candidates:
-            declared = FUNCTIONS.get(name)
-            if declared is None:
-                raise Unsupported(f"{name} is not evaluated by gpuguard")
-            member = node.target is not None and node.id not in self.checked.qualified
-            candidates = [o for o in declared if o.member == member]
-        return dispatch(candidates, args)[1]
-
-    def _call_cost(self, name: str, node: ast.Call, args: list[object], result: object) -> int:
-        """runtimecost.go ``costCall`` with Kubernetes' ``CallCost``."""
-        sizes = [size_of(a) for a in args]
-        if name in ("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf", "includes"):
-            return _traversal(args[0]) if args else 0
-        if name in ("lowerAscii", "upperAscii", "substring", "trim"):
-            return _ceil(sizes[0] * 0.1)
-        if name in ("replace", "split"):
-            return _ceil(sizes[0] * 0.2)
-        if name == "join":
-            return _ceil(size_of(result) * 0.2)
-        if name in ("find", "findAll") and len(args) >= 2:
-            return _ceil((1 + sizes[0]) * 0.1) * _ceil(sizes[1] * 0.25)
-        if name in ("quantity", "isQuantity", "semver", "isSemver"):
-            return _ceil(sizes[0] * 0.1)
-        if name in ("_==_", "_!=_") and isinstance(args[0], Quantity | Semver):
-            return 1
-        if name in ("startsWith", "endsWith"):
-            return _ceil(sizes[0] * 0.1)
-        if name == "@in" and isinstance(args[1], tuple):
-            return sizes[1]
-        texts = isinstance(args[0], str | bytes) and isinstance(args[1], str | bytes)
-        if name in ("_==_", "_!=_") or (name in ("_<_", "_<=_", "_>_", "_>=_") and texts):
-            return _ceil(min(sizes[0], sizes[1]) * 0.1)
-        if name == "_+_" and isinstance(args[0], str | bytes):
-            return _ceil((sizes[0] + sizes[1]) * 0.1)
-        if name == "matches" and len(args) == 2:
-            if node.target is not None:
-                return _ceil((1 + sizes[0]) * 0.1) * _ceil(sizes[1] * 0.25)
-            return 1
-        if name == "contains" and isinstance(args[0], str):
-            return _ceil(sizes[0] * 0.1) * _ceil(sizes[1] * 0.1)
-        return 1
-
     def _comprehension(self, node: ast.Comprehension) -> object:
         iterable = self.eval(node.iter_range)
         if isinstance(iterable, tuple):
@@ -232,48 +306,18 @@ class Interpreter:
             if node.macro in ("all", "exists"):
                 return self._quantifier(node, items, scope, want=(node.macro == "exists"))
             if node.macro == "exists_one":
-                count = 0
-                for item in items:
-                    scope[node.var] = item
-                    assert node.predicate is not None
-                    hit = self.eval(node.predicate)
-                    if not isinstance(hit, bool):
-                        raise no_such_overload()
-                    self.charge(2 if hit else 1)
-                    count += hit
-                self.charge(2)
-                return count == 1
-            self.charge(10)  # the accumulator list
-            out: list[object] = []
-            for item in items:
-                scope[node.var] = item
-                if node.predicate is not None:
-                    keep = self.eval(node.predicate)
-                    if not isinstance(keep, bool):
-                        raise no_such_overload()
-                    if not keep:
-                        self.charge(1)
-                        continue
-                if node.macro == "filter":
-                    out.append(item)
-                    self.charge(13)
-                else:
-                    assert node.transform is not None
-                    out.append(self.eval(node.transform))
-                    self.charge(12)
-            self.charge(1)
-            return tuple(out)
+                return self._exists_one(node, items, scope)
+            return self._collect(node, items, scope)
         finally:
             self.scopes.pop()
 
     def _quantifier(self, node: ast.Comprehension, items: list[object], scope: dict[str, object], want: bool) -> bool:
-        """``all`` (want False: stop at the first false) and ``exists`` (stop at the first true)."""
+        """``all`` (stop at the first false) and ``exists`` (stop at the first true)."""
+        assert node.predicate is not None
         error: CelEvalError | None = None
         for item in items:
-            self.charge(3 if want else 2)  # loop condition
+            self.charge(4 if want else 3)  # loop condition and the accumulator in the step
             scope[node.var] = item
-            self.charge(1)  # the accumulator in the step
-            assert node.predicate is not None
             try:
                 value = self.eval(node.predicate)
             except CelEvalError as exc:
@@ -289,21 +333,53 @@ class Interpreter:
             raise error
         return not want
 
+    def _exists_one(self, node: ast.Comprehension, items: list[object], scope: dict[str, object]) -> bool:
+        assert node.predicate is not None
+        count = 0
+        for item in items:
+            scope[node.var] = item
+            hit = self.eval(node.predicate)
+            if not isinstance(hit, bool):
+                raise no_such_overload()
+            self.charge(2 if hit else 1)
+            count += hit
+        self.charge(2)
+        return count == 1
 
-def _uint(value: object) -> object:
-    assert isinstance(value, int)
-    return Uint(value)
+    def _collect(self, node: ast.Comprehension, items: list[object], scope: dict[str, object]) -> tuple[object, ...]:
+        self.charge(10)  # the accumulator list
+        out: list[object] = []
+        for item in items:
+            scope[node.var] = item
+            if node.predicate is not None:
+                keep = self.eval(node.predicate)
+                if not isinstance(keep, bool):
+                    raise no_such_overload()
+                if not keep:
+                    self.charge(1)
+                    continue
+            if node.macro == "filter":
+                out.append(item)
+                self.charge(13)
+            else:
+                assert node.transform is not None
+                out.append(self.eval(node.transform))
+                self.charge(12)
+        self.charge(1)
+        return tuple(out)
 
 
-def _traversal(value: object) -> int:
-    """library/cost.go ``traversalCost``."""
-    if isinstance(value, str | bytes):
-        return int(len(value) * 0.1)
-    if isinstance(value, tuple):
-        return sum(_traversal(v) for v in value)
-    if isinstance(value, CelMap):
-        return sum(_traversal(k) + _traversal(value[k]) for k in value)
-    return 1
+_HANDLERS: dict[type, Callable[[Interpreter, ast.Expr], object]] = {
+    ast.Literal: Interpreter._literal,  # type: ignore[dict-item]
+    ast.Ident: Interpreter._ident,  # type: ignore[dict-item]
+    ast.Select: Interpreter._select,  # type: ignore[dict-item]
+    ast.Call: Interpreter._call,  # type: ignore[dict-item]
+    ast.CreateList: Interpreter._list,  # type: ignore[dict-item]
+    ast.CreateMap: Interpreter._map,  # type: ignore[dict-item]
+    ast.Comprehension: Interpreter._comprehension,  # type: ignore[dict-item]
+    ast.Bind: Interpreter._bind,  # type: ignore[dict-item]
+    ast.Unsupported: Interpreter._unsupported,  # type: ignore[dict-item]
+}
 
 
 def _contains(container: object, value: object) -> bool:
@@ -325,14 +401,12 @@ def _contains(container: object, value: object) -> bool:
 
 def _index(container: object, index: object) -> object:
     if isinstance(container, tuple):
+        if isinstance(index, Uint):
+            index = index.value
+        elif isinstance(index, float) and index.is_integer():
+            index = int(index)
         if isinstance(index, bool) or not isinstance(index, int):
-            if isinstance(index, Uint):
-                index = index.value
-            elif isinstance(index, float) and index.is_integer():
-                index = int(index)
-            else:
-                raise no_such_overload()
-        assert isinstance(index, int)
+            raise no_such_overload()
         if not 0 <= index < len(container):
             raise CelEvalError(f"index out of range: {index}")
         return container[index]
@@ -341,4 +415,4 @@ def _index(container: object, index: object) -> object:
     raise no_such_overload()
 
 
-__all__ = ["DeviceValue", "Interpreter"]
+__all__ = ["DeviceValue", "Interpreter", "Program"]

@@ -330,8 +330,12 @@ def _last_index_of(text: str, sub: str, offset: int | None = None) -> int:
     return text.rfind(sub, 0, min(offset, len(text) - len(sub)) + len(sub))
 
 
+_TO_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_TO_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
 def _ascii(text: str, upper: bool) -> str:
-    return "".join((c.upper() if upper else c.lower()) if c.isascii() else c for c in text)
+    return text.translate(_TO_UPPER if upper else _TO_LOWER)  # ASCII letters only, as cel-go
 
 
 def _replace(text: str, old: str, new: str, limit: int = -1) -> str:

@@ -81,7 +81,7 @@ class CelMap(Mapping[object, object]):
     __slots__ = ("_default", "_items")
 
     def __init__(self, items: Mapping[Any, object] | None = None, default: object = None) -> None:
-        self._items: dict[object, tuple[object, object]] = {}
+        self._items: dict[object, tuple[object, object]] = {}  # internal key -> (key, value)
         self._default = default
         for key, value in (items or {}).items():
             self._items[key_of(key)] = (key, value)
@@ -97,7 +97,7 @@ class CelMap(Mapping[object, object]):
         return result
 
     def __getitem__(self, key: object) -> object:
-        found = self._items.get(key_of(key))
+        found = self._items.get(key if type(key) is str else key_of(key))
         if found is None:
             if self._default is not None:
                 return self._default
@@ -105,7 +105,7 @@ class CelMap(Mapping[object, object]):
         return found[1]
 
     def has(self, key: object) -> bool:
-        return key_of(key) in self._items
+        return (key if type(key) is str else key_of(key)) in self._items
 
     def __contains__(self, key: object) -> bool:
         return self.has(key)
@@ -117,7 +117,10 @@ class CelMap(Mapping[object, object]):
         return len(self._items)
 
 
-def key_of(key: object) -> tuple[str, object]:
+def key_of(key: object) -> object:
+    """The internal key: strings stand for themselves, numbers compare across int/uint/double."""
+    if isinstance(key, str):
+        return key
     if isinstance(key, bool):
         return ("bool", key)
     if isinstance(key, int):
@@ -126,8 +129,6 @@ def key_of(key: object) -> tuple[str, object]:
         return ("num", key.value)
     if isinstance(key, float) and key.is_integer():
         return ("num", int(key))
-    if isinstance(key, str):
-        return ("str", key)
     raise CelEvalError(f"unsupported key type: {type_name(key)}")
 
 
