@@ -279,13 +279,8 @@ class _Builder:
         meta = node.meta
         return 0 if meta.empty else (meta.start_pos or 0)
 
-    def _operator_offset(self, op_tree: Tree) -> int:
-        """Where the operator sits: after its left operand and any whitespace or comments."""
-        left = op_tree.children[0] if op_tree.children else None
-        meta = left.meta if isinstance(left, lark.Tree) else None
-        if meta is None or meta.empty:
-            return self._offset(op_tree)
-        pos = meta.end_pos
+    def _skip(self, pos: int) -> int:
+        """The next position that is not whitespace or a // comment."""
         while pos < len(self.text):
             if self.text[pos].isspace():
                 pos += 1
@@ -295,6 +290,24 @@ class _Builder:
             else:
                 break
         return pos
+
+    def _after(self, node: Tree | lark.Token | None, fallback: int) -> int:
+        """cel-go locates operators, '(' and '[' at their own token: the first one after ``node``."""
+        end = node.end_pos if isinstance(node, lark.Token) else getattr(getattr(node, "meta", None), "end_pos", None)
+        if isinstance(node, lark.Tree) and node.meta.empty:
+            end = None
+        return self._skip(end) if isinstance(end, int) else fallback
+
+    def _operator_offset(self, op_tree: Tree) -> int:
+        left = op_tree.children[0] if op_tree.children else None
+        return self._after(left if isinstance(left, lark.Tree | lark.Token) else None, self._offset(op_tree))
+
+    def _dot_before(self, name: lark.Token) -> int:
+        """A selection is located at its '.' (cel-go ``VisitSelect``)."""
+        pos = self._offset(name) - 1
+        while pos > 0 and self.text[pos] != ".":
+            pos -= 1
+        return max(pos, 0)
 
     def _error(self, node: Tree | lark.Token, message: str) -> CelSyntaxError:
         return CelSyntaxError(message, self._offset(node))
@@ -355,7 +368,7 @@ class _Builder:
         operand = self._expect(node, kids[0])
         name = kids[1]
         assert isinstance(name, lark.Token)
-        return ast.Select(self._id(), self._offset(name), operand, str(name))
+        return ast.Select(self._id(), self._dot_before(name), operand, str(name))
 
     def _member_dot_arg(self, node: Tree, kids: list[Built]) -> Built:
         target = self._expect(node, kids[0])
@@ -365,7 +378,7 @@ class _Builder:
         return self._member_call(name_token, target, args)
 
     def _member_call(self, name_token: lark.Token, target: ast.Expr, args: list[ast.Expr]) -> ast.Expr:
-        name, offset = str(name_token), self._offset(name_token)
+        name, offset = str(name_token), self._after(name_token, self._offset(name_token))
         if name == "bind" and isinstance(target, ast.Ident) and target.name == "cel" and len(args) == 3:
             var = args[0]
             if not isinstance(var, ast.Ident):
@@ -390,7 +403,9 @@ class _Builder:
 
     def _member_index(self, node: Tree, kids: list[Built]) -> Built:
         operand, index = self._expect(node, kids[0]), self._expect(node, kids[1])
-        return ast.Call(self._id(), self._offset(node.children[1]), "_[_]", [operand, index])
+        left = node.children[0]
+        offset = self._after(left if isinstance(left, lark.Tree | lark.Token) else None, self._offset(node))
+        return ast.Call(self._id(), offset, "_[_]", [operand, index])
 
     def _member_object(self, node: Tree, kids: list[Built]) -> Built:
         return ast.Unsupported(self._id(), self._offset(node), "message construction")
@@ -413,7 +428,7 @@ class _Builder:
         token = kids[0]
         assert isinstance(token, lark.Token)
         args = self._args(kids[1] if len(kids) > 1 else None)
-        name, offset = str(token), self._offset(token)
+        name, offset = str(token), self._after(token, self._offset(token))
         if name == "has" and len(args) == 1:
             arg = args[0]
             if not isinstance(arg, ast.Select) or arg.test_only:
