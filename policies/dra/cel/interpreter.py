@@ -148,10 +148,8 @@ class Program:
         if not candidates and name in FUNCTIONS:
             candidates = tuple(o for o in FUNCTIONS[name] if o.member == (target is not None))
         arg_nodes = ([target] if target is not None else []) + list(node.args)
-        static = None
-        if len(candidates) == 1 and candidates[0].impl is not None:
-            if all(self.checked.types.get(a.id, _DYN).kind not in ("dyn", "param", "error") for a in arg_nodes):
-                static = candidates[0]
+        concrete = all(self.checked.types.get(a.id, _DYN).kind not in ("dyn", "param", "error") for a in arg_nodes)
+        static = candidates[0] if len(candidates) == 1 and candidates[0].impl is not None and concrete else None
         plan = _Plan(name, target, candidates, static, _cost_rule(name, target is not None))
         if static is not None and all(isinstance(a, ast.Literal) for a in arg_nodes) and name != "dyn":
             args = [_literal(a) for a in arg_nodes]  # type: ignore[arg-type]
