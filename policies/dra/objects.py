@@ -12,12 +12,13 @@ for what the API server would reject, with its messages where they are known
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies.dra.cel import PreparedDevice
+from policies.dra.cel import PreparedDevice, prepare_device
 
 GROUP = "resource.k8s.io"
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -50,6 +51,7 @@ def dns_subdomain_ok(name: str) -> bool:
     return len(name) <= 253 and DNS_SUBDOMAIN.fullmatch(name) is not None
 
 
+@functools.lru_cache(maxsize=4096)
 def qualified_name_ok(name: str) -> str | None:
     """A ResourceSlice attribute or capacity name; None when valid, else the reason."""
     domain, slash, ident = name.rpartition("/")
@@ -207,25 +209,29 @@ class DeviceClass:
     problems: tuple[Problem, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Device:
     """One device of a ResourceSlice.
 
     ``attributes`` keep the published names (``productName``, ``resource.kubernetes.io/pciBusID``)
-    and raw values ({"string": ...}); ``prepared`` is the CEL ``device`` variable.
+    and raw values ({"string": ...}); ``prepared`` is the CEL ``device`` variable, built on first use.
     """
 
     name: str
+    driver: str
     attributes: Mapping[str, Mapping[str, Any]]
     capacity: Mapping[str, Any]
     taints: tuple[DeviceTaint, ...]
     allow_multiple_allocations: bool
-    prepared: PreparedDevice
     node_name: str | None = None  # per-device node selection
     node_selector: Mapping[str, Any] | None = None
     all_nodes: bool = False
     binding_conditions: tuple[str, ...] = ()
     consumes_counters: bool = False
+
+    @functools.cached_property
+    def prepared(self) -> PreparedDevice:
+        return prepare_device(self.driver, self.attributes, self.capacity, self.allow_multiple_allocations)
 
     def attribute(self, qualified: str, driver: str) -> Mapping[str, Any] | None:
         """allocator ``lookupAttribute``: the full name, or the bare name in the driver's domain."""

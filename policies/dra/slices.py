@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from policies.dra.cel import prepare_device
 from policies.dra.claims import parse_selectors
 from policies.dra.objects import (
     MAX_CONFIG,
@@ -82,11 +81,11 @@ def _device(raw: Mapping[str, Any], driver: str, pointer: str, problems: list[Pr
     multiple = body.get("allowMultipleAllocations") is True
     return Device(
         name=name,
+        driver=driver,
         attributes=attributes,
         capacity=capacity,
         taints=_taints(body.get("taints")),
         allow_multiple_allocations=multiple,
-        prepared=prepare_device(driver, attributes, capacity, multiple),
         node_name=None if body.get("nodeName") is None else str(body.get("nodeName")),
         node_selector=as_dict(body.get("nodeSelector")) if isinstance(body.get("nodeSelector"), Mapping) else None,
         all_nodes=body.get("allNodes") is True,

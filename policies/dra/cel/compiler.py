@@ -236,6 +236,11 @@ def _attribute_value(raw: Any) -> object:
     """compile.go ``getAttributeValue``: list forms first, then int, bool, string, version."""
     if not isinstance(raw, Mapping):
         raise ValueError("unsupported attribute value")
+    if len(raw) == 1:  # the usual case: exactly one value set
+        key, value = next(iter(raw.items()))
+        convert = _SCALARS.get(key)
+        if convert is not None and value is not None:
+            return convert(value)
     for key, convert in (("ints", _int), ("bools", _bool), ("strings", _str), ("versions", _version)):
         if key in raw and raw[key] is not None:
             values = raw[key]
@@ -271,6 +276,9 @@ def _version(v: Any) -> object:
         return parse_semver(str(v))
     except SemverError as exc:
         raise ValueError(f"parse semantic version: {exc}") from None
+
+
+_SCALARS = {"int": _int, "bool": _bool, "string": _str, "version": _version}
 
 
 def _split_name(name: str, driver: str) -> tuple[str, str]:

@@ -11,6 +11,8 @@ The DRA scheduler parses ``version`` attributes with the same strict ``Parse``
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass
 
 from policies.dra.cel.values import CelEvalError
@@ -105,8 +107,15 @@ def _number(part: str, what: str) -> int:
     return _uint(part, what)
 
 
+_PLAIN = re.compile(r"(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,18})")
+
+
+@functools.lru_cache(maxsize=4096)
 def parse(text: str) -> Semver:
-    """blang/semver v4 ``Parse`` (strict)."""
+    """blang/semver v4 ``Parse`` (strict); cached, as slices repeat the same few versions."""
+    plain = _PLAIN.fullmatch(text)
+    if plain is not None and all(int(g) <= _UINT64_MAX for g in plain.groups()):
+        return Semver(int(plain.group(1)), int(plain.group(2)), int(plain.group(3)))
     if not text:
         raise SemverError("Version string empty")
     parts = text.split(".", 2)
