@@ -18,11 +18,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import lark
-from celpy.celparser import CELParseError, CELParser
 
 from policies.dra.cel import ast
+
+if TYPE_CHECKING:
+    from celpy.celparser import CELParser
 
 MAX_RECURSION_DEPTH = 250  # cel-go parser default, unchanged by Kubernetes
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -61,16 +64,22 @@ _parser: CELParser | None = None
 
 
 def _cel_parser() -> CELParser:
+    """cel-python's parser, imported and built on first use (it costs ~0.5 s)."""
     global _parser
     if _parser is None:
+        from celpy.celparser import CELParser
+
         _parser = CELParser()
     return _parser
 
 
 def parse(text: str) -> Parsed:
     """Parse ``text``; raises :class:`CelSyntaxError` for text cel-go would reject too."""
+    parser = _cel_parser()
+    from celpy.celparser import CELParseError
+
     try:
-        tree = _cel_parser().parse(text)
+        tree = parser.parse(text)
     except CELParseError as exc:
         offset = _offset_of(text, exc.line, exc.column)
         raise CelSyntaxError(_syntax_detail(text, offset), offset, bool(_GRAMMAR_GAPS.search(text))) from None
