@@ -121,6 +121,8 @@ class CompiledSelector:
             return MatchResult(None, interpreter.cost, error=str(exc))
         except Unsupported as exc:
             return MatchResult(None, interpreter.cost, unsupported=str(exc))
+        except RecursionError:  # only when called from an already deep stack
+            return MatchResult(None, interpreter.cost, unsupported="too deeply nested to evaluate here")
         if not isinstance(result, bool):
             message = f"CEL result of type {type_name(result)} could not be converted to bool"
             return MatchResult(None, interpreter.cost, error=message)
@@ -151,6 +153,14 @@ def _rejected(expression: str, issue: CelIssue, uncertain: tuple[str, ...] = ())
 
 
 def _compile(expression: str, features: Features) -> CompiledSelector:
+    try:
+        return _compile_checked(expression, features)
+    except RecursionError:  # MAX_EVAL_DEPTH keeps this away unless the caller's stack is already deep
+        reason = "too deeply nested for gpuguard to check here"
+        return CompiledSelector(expression, None, None, None, False, True, (reason,), _NO_REFERENCES)
+
+
+def _compile_checked(expression: str, features: Features) -> CompiledSelector:
     size = len(expression.encode("utf-8"))
     if size > MAX_LENGTH:
         detail = f"Too long: may not be more than {MAX_LENGTH} bytes (the expression has {size})"

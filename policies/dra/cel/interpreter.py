@@ -215,7 +215,7 @@ class Interpreter:
         raise CelEvalError(f"type '{go_type_name(operand)}' does not support field selection")
 
     def _list(self, node: ast.CreateList) -> object:
-        items = tuple(self.eval(e) for e in node.elements)
+        items = tuple([_HANDLERS[type(e)](self, e) for e in node.elements])
         self.charge(10)
         return items
 
@@ -255,7 +255,8 @@ class Interpreter:
                 raise no_such_overload()
             return self.eval(node.args[1] if condition else node.args[2])
         args = [self.eval(plan.target)] if plan.target is not None else []
-        args.extend(self.eval(a) for a in node.args)
+        for arg in node.args:  # a loop, not a generator: one frame less per nesting level
+            args.append(_HANDLERS[type(arg)](self, arg))
         if plan.static is not None:
             assert plan.static.impl is not None
             result = plan.static.impl(*args)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -240,3 +241,19 @@ def test_arbitrary_token_soup_never_raises(text: str) -> None:
 def test_arbitrary_text_never_raises(text: str) -> None:
     selector = compile_selector(text)
     selector.evaluate(prepare_device(GPU, {}, {}))
+
+
+def _at_depth(frames: int, call: Any) -> Any:
+    return _at_depth(frames - 1, call) if frames else call()
+
+
+def test_deep_caller_stacks_degrade_to_unknown_not_tracebacks() -> None:
+    """Selectors near the nesting bound, checked from a caller already 700 frames deep."""
+    text = "[" * 140 + "2" + "]" * 140 + " != []"
+    selector = _at_depth(700, lambda: compile_selector(text + " "))
+    assert selector.issue is None and not selector.evaluable and selector.parity_uncertain
+    shallow = compile_selector(text)
+    assert shallow.ok and shallow.evaluable
+    result = _at_depth(800, lambda: shallow.evaluate(prepare_device(GPU, {}, {})))
+    assert result.matched in (True, None)
+    assert result.error is None
