@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import sys
 import time
 from typing import Any
 
@@ -248,12 +250,12 @@ def _at_depth(frames: int, call: Any) -> Any:
 
 
 def test_deep_caller_stacks_degrade_to_unknown_not_tracebacks() -> None:
-    """Selectors near the nesting bound, checked from a caller already 700 frames deep."""
+    """Selectors near the nesting bound, checked from a caller with only ~100 frames to spare."""
+    spare = sys.getrecursionlimit() - len(inspect.stack(0)) - 100
     text = "[" * 140 + "2" + "]" * 140 + " != []"
-    selector = _at_depth(700, lambda: compile_selector(text + " "))
+    selector = _at_depth(spare, lambda: compile_selector(text + " "))
     assert selector.issue is None and not selector.evaluable and selector.parity_uncertain
     shallow = compile_selector(text)
     assert shallow.ok and shallow.evaluable
-    result = _at_depth(800, lambda: shallow.evaluate(prepare_device(GPU, {}, {})))
-    assert result.matched in (True, None)
-    assert result.error is None
+    result = _at_depth(spare, lambda: shallow.evaluate(prepare_device(GPU, {}, {})))
+    assert result.unsupported == "too deeply nested to evaluate here" and result.error is None
