@@ -8,6 +8,7 @@ from typing import Any
 
 from policies import pointer
 from policies.config import Config, RuleSettings
+from policies.digest import TooDeep
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts, NoImageFacts
 from policies.memo import TemplateAnalysis, rule_results_key
@@ -15,7 +16,7 @@ from policies.patching import apply_patch, combine
 from policies.podspec import PodTemplate, extract
 from policies.registry import RULES
 from policies.rule import RuleContext
-from policies.shapes import as_dict, as_list
+from policies.shapes import as_dict, as_list, text
 from policies.signals import DEVICE_ENV_NAMES, is_device_host_path
 from policies.types import Finding, PatchOp, RelOp, Severity, Violation
 
@@ -138,14 +139,45 @@ def evaluate(
     facts: ClusterFacts | None = None,
     images: ImageFacts | None = None,
 ) -> Evaluation:
+    """Judge ``obj``; never raises on any input (see gpu-check-failed)."""
+    try:
+        return _evaluate(obj, config, facts, images)
+    except Exception as exc:  # a defect outside the rules: the object is still not passed unjudged
+        config = config or Config()
+        ev = Evaluation(obj=obj, config=config, facts=facts or ClusterFacts.empty(), gpu_related=True)
+        settings = config.settings(CHECK_FAILED)
+        if settings.severity is not None:
+            problem = f"gpuguard failed reading this object ({type(exc).__name__}: {text(str(exc), 200)})"
+            meta = as_dict(obj.get("metadata")) if isinstance(obj, dict) else {}
+            ev.findings.append(
+                Finding(
+                    rule=CHECK_FAILED,
+                    severity=settings.severity,
+                    message=_unjudged(problem).message,
+                    path="",
+                    remediation=RULES[CHECK_FAILED].REMEDIATION,
+                    kind=text(obj.get("kind") if isinstance(obj, dict) else "", 100),
+                    name=text(meta.get("name") or "", 253),
+                    namespace=text(meta.get("namespace") or "", 253),
+                )
+            )
+        return ev
+
+
+def _evaluate(
+    obj: dict[str, Any],
+    config: Config | None,
+    facts: ClusterFacts | None,
+    images: ImageFacts | None,
+) -> Evaluation:
     config = config or Config()
     facts = facts or ClusterFacts.empty()
     has_facts = not facts.is_empty
     ev = Evaluation(obj=obj, config=config, facts=facts, images=images or NoImageFacts())
     meta = as_dict(obj.get("metadata"))
-    namespace = str(meta.get("namespace") or "")
-    name = str(meta.get("name") or meta.get("generateName") or "")
-    kind = str(obj.get("kind") or "")
+    namespace = text(meta.get("namespace") or "", 253)
+    name = text(meta.get("name") or meta.get("generateName") or "", 253)
+    kind = text(obj.get("kind") or "", 100)
     if namespace and namespace in config.exempt_namespaces:
         ev.exempt = True
         return ev
@@ -161,9 +193,12 @@ def evaluate(
         if "all" in ignored:
             continue
         pod_facts = _facts_for(pod, facts)
-        violations, pod_skipped = _check_memoised(
-            obj, meta, pod, config, pod_facts, has_facts and not pod_facts.is_empty, ignored
-        )
+        try:
+            violations, pod_skipped = _check_memoised(
+                obj, meta, pod, config, pod_facts, has_facts and not pod_facts.is_empty, ignored
+            )
+        except TooDeep as exc:
+            violations, pod_skipped = ((CHECK_FAILED, _unjudged(f"the pod template is {exc}")),), frozenset()
         skipped.update(pod_skipped)
         for rule_id, v in violations:
             module = RULES[rule_id]
@@ -181,7 +216,6 @@ def _facts_for(pod: PodTemplate, facts: ClusterFacts) -> ClusterFacts:
     return facts
 
 
-_MEMO_MAX_SPEC = 64 * 1024  # larger specs are evaluated afresh rather than kept as memo keys
 RuleResults = tuple[tuple[tuple[str, Violation], ...], frozenset[str]]
 
 
@@ -201,10 +235,9 @@ def _check_memoised(
     the webhook evaluates each distinct template once per snapshot.  Violations are immutable and
     carry paths relative to the template, so they are shared safely.
     """
-    spec_text = repr(pod.spec)
-    if len(spec_text) > _MEMO_MAX_SPEC:
+    key = rule_results_key(config, pod, meta.get("annotations"), ignored)
+    if key is None:
         return _check(obj, pod, config, facts, has_facts, ignored)
-    key = rule_results_key(config, pod, spec_text, meta.get("annotations"), ignored)
     return facts.memoised(key, lambda: _check(obj, pod, config, facts, has_facts, ignored), owner=config)
 
 
@@ -233,8 +266,19 @@ def _check(
             # Operator-built pods (TrainJob, NIMService): their selectors/tolerations are unknown.
             continue
         ctx.options = settings.options
-        found.extend((rule_id, v) for v in module.check(ctx))
+        try:
+            found.extend((rule_id, v) for v in module.check(ctx))
+        except Exception as exc:
+            problem = f"rule {rule_id} failed on this pod template ({type(exc).__name__}: {text(str(exc), 200)})"
+            found.append((CHECK_FAILED, _unjudged(problem)))
     return tuple(found), frozenset(skipped)
+
+
+CHECK_FAILED = "gpu-check-failed"
+
+
+def _unjudged(problem: str) -> Violation:
+    return Violation(message=f"{problem}; gpuguard cannot judge it, so it is not passed unjudged")
 
 
 def _finding(

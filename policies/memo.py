@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from policies.digest import digest
 from policies.facts import ClusterFacts
 from policies.podresources import pod_requests
 from policies.podspec import PodTemplate
@@ -45,30 +46,31 @@ class DiagnosisKey:
 
 @dataclass(frozen=True, slots=True)
 class RuleResultsKey:
-    """The rules' violations for one pod template under one config (identity, checked as owner)."""
+    """The rules' violations for one pod template under one config (identity, checked as owner).
+
+    ``content`` digests the template's spec and annotations and the object's annotations: all the
+    rules read of the object (policies.digest; 16 bytes however large they are).
+    """
 
     config: int
     spec_pointer: str
     shape: str
     scheduling_known: bool
-    spec: str
-    template_annotations: str
-    object_annotations: str
+    content: bytes
     ignored: frozenset[str]
 
 
+
+
 def constraints_key(pod: PodTemplate, requests: Mapping[str, Fraction]) -> ConstraintsKey:
-    """Everything ``analyse`` reads from a pod, as a hashable key."""
+    """Everything ``analyse`` reads from a pod, as a hashable key (a digest of user data)."""
     spec = pod.spec
     affinity = spec.get("affinity")
     node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
-    return (
-        repr(spec.get("nodeSelector")),
-        repr(node_affinity),
-        repr(spec.get("tolerations")),
-        repr(spec.get("runtimeClassName")),
-        tuple(sorted(requests.items())),
-    )
+    fields = (spec.get("nodeSelector"), node_affinity, spec.get("tolerations"), spec.get("runtimeClassName"),
+              spec.get("nodeName"))
+    content = digest(*fields)
+    return (content if content is not None else object(), tuple(sorted(requests.items())))
 
 
 def is_gpu_device(is_gpu: Callable[[str], bool]) -> Callable[[str], bool]:
@@ -126,19 +128,20 @@ class TemplateAnalysis:
 
 
 def rule_results_key(
-    config: object,
-    pod: PodTemplate,
-    spec_text: str,
-    object_annotations: Any,
-    ignored: set[str],
-) -> RuleResultsKey:
+    config: object, pod: PodTemplate, object_annotations: Any, ignored: set[str]
+) -> RuleResultsKey | None:
+    """The memo key of a template's rule results; None when its data is not JSON (no memo).
+
+    Raises policies.digest.TooDeep for data nested beyond what the engine accepts.
+    """
+    content = digest(pod.spec, pod.metadata.get("annotations"), object_annotations)
+    if content is None:
+        return None
     return RuleResultsKey(
         config=id(config),
         spec_pointer=pod.spec_pointer,
         shape=pod.shape,
         scheduling_known=pod.scheduling_known,
-        spec=spec_text,
-        template_annotations=repr(pod.metadata.get("annotations")),
-        object_annotations=repr(object_annotations),
+        content=content,
         ignored=frozenset(ignored),
     )

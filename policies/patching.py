@@ -4,6 +4,11 @@ Fixes of different rules are computed against the original object, so two fixes 
 create the same parent (``resources.limits``).  ``combine`` applies them in order to a working
 copy and rewrites such an ``add`` of a mapping onto an existing mapping into per-key adds, and
 drops ops that became no-ops; the result applies cleanly, in order, to the original object.
+
+The working copy is copy-on-write: only the containers along the paths the ops touch are copied
+(shallowly), the rest is shared with the caller's object, which is never modified.  A deep copy
+of the whole object would recurse through data gpuguard never reads (a custom resource may carry
+anything) and cost time in proportion to all of it.
 """
 
 from __future__ import annotations
@@ -20,23 +25,45 @@ class PatchError(ValueError):
     pass
 
 
-def _parent(doc: Any, path: str) -> tuple[Any, str]:
+def _parent(doc: Any, path: str, owned: set[int] | None = None) -> tuple[Any, str]:
+    """The container ``path`` ends in, and its last token.
+
+    With ``owned`` (ids of containers this patch already copied), every container on the way is
+    copied before it is entered unless owned, so writing to the parent never touches shared data.
+    """
     tokens = pointer.split(path)
     if not tokens:
         raise PatchError("cannot patch the document root")
     parent = doc
     for token in tokens[:-1]:
         if isinstance(parent, dict) and token in parent:
-            parent = parent[token]
+            key: str | int = token
         elif isinstance(parent, list) and token.isdigit() and int(token) < len(parent):
-            parent = parent[int(token)]
+            key = int(token)
         else:
             raise PatchError(f"{path}: parent does not exist")
+        child = parent[key]  # type: ignore[index]
+        if owned is not None and isinstance(child, dict | list) and id(child) not in owned:
+            child = copy.copy(child)
+            owned.add(id(child))
+            parent[key] = child  # type: ignore[index]
+        parent = child
     return parent, tokens[-1]
 
 
-def apply_op(doc: Any, op: PatchOp) -> None:
-    parent, last = _parent(doc, op.path)
+class _Workspace:
+    """A copy-on-write view of a document that patch operations may modify."""
+
+    def __init__(self, doc: Any) -> None:
+        self.doc = copy.copy(doc) if isinstance(doc, dict | list) else doc
+        self.owned = {id(self.doc)}
+
+    def apply(self, op: PatchOp) -> None:
+        apply_op(self.doc, op, self.owned)
+
+
+def apply_op(doc: Any, op: PatchOp, owned: set[int] | None = None) -> None:
+    parent, last = _parent(doc, op.path, owned)
     if op.op in ("add", "replace"):
         value = copy.deepcopy(op.value)
         if isinstance(parent, dict):
@@ -67,15 +94,17 @@ def apply_op(doc: Any, op: PatchOp) -> None:
 
 
 def apply_patch(doc: Any, ops: Iterable[PatchOp]) -> Any:
-    out = copy.deepcopy(doc)
+    """``doc`` with ``ops`` applied; ``doc`` itself is not modified (copy-on-write)."""
+    work = _Workspace(doc)
     for op in ops:
-        apply_op(out, op)
-    return out
+        work.apply(op)
+    return work.doc
 
 
 def combine(doc: Any, ops: Iterable[PatchOp]) -> list[PatchOp]:
     """Ops rewritten so that, applied in order to ``doc``, none conflicts with another."""
-    work = copy.deepcopy(doc)
+    space = _Workspace(doc)
+    work = space.doc
     out: list[PatchOp] = []
 
     def emit(op: PatchOp) -> None:
@@ -101,7 +130,7 @@ def combine(doc: Any, ops: Iterable[PatchOp]) -> list[PatchOp]:
             if isinstance(container, list) and op.value in container:
                 return
         try:
-            apply_op(work, op)
+            space.apply(op)
         except PatchError:
             return
         out.append(op)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from policies import pointer
-from policies.shapes import as_dict
+from policies.shapes import as_dict, text
 from policies.types import RelPath, Segment
 
 Shape = Literal["template", "podspec", "component", "object"]
@@ -224,7 +224,7 @@ class ContainerRef:
     @property
     def name(self) -> str:
         name = self.container.get("name")
-        return name if isinstance(name, str) else (str(self.path[-1]) if self.path else "main")
+        return text(name, 253) if isinstance(name, str) else (str(self.path[-1]) if self.path else "main")
 
     @property
     def resources_path(self) -> RelPath:

@@ -35,6 +35,10 @@ _QUANTITY = re.compile(
 )
 _CACHEABLE = frozenset({str, int, float})
 _MAX_EXPONENT = 1000  # hostile inputs like 1e999999999 must not allocate huge integers
+# Digits of the number part.  Kubernetes keeps a quantity exactly only up to int64 (19 digits)
+# plus its scale (quantity.go, int64Amount / infDec); 64 digits is far beyond any real resource
+# amount, and bounds the work: Fraction("9"*5000) would raise past Python's int-string limit.
+_MAX_DIGITS = 64
 
 
 class QuantityError(ValueError):
@@ -58,6 +62,8 @@ def _parse(value: object) -> Fraction:
     if isinstance(value, bool) or value is None:
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int):
+        if value.bit_length() > 213:  # about 10**64
+            raise QuantityError("an integer of more than 64 digits is not a quantity")
         return Fraction(value)
     if isinstance(value, float):
         # YAML `0.5` arrives as float; its repr is the shortest exact decimal string.
@@ -68,6 +74,8 @@ def _parse(value: object) -> Fraction:
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")
     text = value.strip()
+    if len(text) > _MAX_DIGITS + 8:
+        raise QuantityError(f"a {len(text)}-character string is not a quantity")
     m = _QUANTITY.match(text)
     if not m:
         raise QuantityError(f"{value!r} is not a valid quantity")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from policies.rule import RuleModule
 from policies.rules import (
+    gpu_check_failed,
     gpu_cuda_driver_mismatch,
     gpu_device_access_bypass,
     gpu_dra_claim_reference,
@@ -37,4 +38,5 @@ RULES: dict[str, RuleModule] = {
     gpu_memory_limit_missing.ID: gpu_memory_limit_missing,
     gpu_dra_claim_reference.ID: gpu_dra_claim_reference,
     gpu_cuda_driver_mismatch.ID: gpu_cuda_driver_mismatch,
+    gpu_check_failed.ID: gpu_check_failed,
 }

@@ -19,3 +19,20 @@ def as_dict(value: Any) -> dict[str, Any]:
 def as_mapping(value: Any) -> Mapping[str, Any]:
     """``value`` if it is any mapping (plain or a loader's own type), else an empty one."""
     return value if isinstance(value, Mapping) else {}
+
+
+def text(value: Any, limit: int = 120) -> str:
+    """``value`` shown in a message, in at most about ``limit`` characters, whatever it is.
+
+    ``str()`` of an integer with more than 4,300 digits raises (Python's int-string limit), and a
+    megabyte of annotation has no place in a message: both are shortened, never raised on.
+    """
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        shown = str(value)
+    elif isinstance(value, int):
+        shown = str(value) if value.bit_length() <= 3 * limit else f"<integer of {value.bit_length()} bits>"
+    elif isinstance(value, str):
+        shown = value
+    else:
+        shown = f"<{type(value).__name__}>"
+    return shown if len(shown) <= limit else shown[: max(limit - 1, 1)] + "…"

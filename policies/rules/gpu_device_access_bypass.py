@@ -49,7 +49,7 @@ from collections.abc import Iterator
 from policies.podspec import ContainerRef
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import uses_gpu
-from policies.shapes import as_dict, as_list
+from policies.shapes import as_dict, as_list, text
 from policies.signals import DEVICE_ENV_NAMES, NO_DEVICE_VALUES, infrastructure_dir, is_device_host_path
 from policies.types import Severity, Violation
 
@@ -112,7 +112,8 @@ def _volume_violations(ctx: RuleContext) -> Iterator[Violation]:
         if is_device_host_path(host["path"]):
             yield Violation(
                 message=(
-                    f"volume {vol.get('name')!r} mounts the host's GPU device nodes ({host['path']}) by hostPath, "
+                    f"volume {text(vol.get('name'), 63)!r} mounts the host's GPU device nodes "
+                    f"({text(host['path'])}) by hostPath, "
                     f"bypassing the device plugin: request GPUs in resources.limits instead"
                 ),
                 path=("volumes", i, "hostPath", "path"),

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 from policies.resources import is_extended
 from policies.rule import NeedsFacts, Option, RuleContext
-from policies.shapes import as_dict
+from policies.shapes import as_dict, text
 from policies.types import RelOp, Severity, Violation
 
 ID = "gpu-limit-missing"
@@ -59,8 +59,8 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
                 fix = (RelOp("add", (*base, "limits"), {name: value}),)
             yield Violation(
                 message=(
-                    f"container {c.name!r} requests {name}: {value} without a limit; extended resources "
-                    f"cannot be overcommitted, so the API server rejects it: add limits.{name}: {value}"
+                    f"container {c.name!r} requests {name}: {text(value, 40)} without a limit; extended resources "
+                    f"cannot be overcommitted, so the API server rejects it: add limits.{name}: {text(value, 40)}"
                 ),
                 path=(*base, "requests", name),
                 fix=fix,

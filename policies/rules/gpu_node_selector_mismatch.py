@@ -37,7 +37,7 @@ from policies.scheduling import (
     required_terms,
     term_matches,
 )
-from policies.shapes import as_list
+from policies.shapes import as_list, text
 from policies.types import RelPath, Severity, Violation
 
 ID = "gpu-node-selector-mismatch"
@@ -87,7 +87,7 @@ def _carried(offering: list[GroupVerdict], key: str) -> str:
                 by_value.setdefault(node.labels.get(key), []).append(node.name)
     parts = []
     for value, where in list(by_value.items())[:_MAX_VALUES]:
-        label = f"no {key} label" if value is None else f"{key}={value}"
+        label = f"no {text(key)} label" if value is None else f"{text(key)}={text(value)}"
         parts.append(f"{label} on {', '.join(where[:3])}{' and more' if len(where) > 3 else ''}")
     if len(by_value) > _MAX_VALUES:
         parts.append(f"{len(by_value) - _MAX_VALUES} more values")
@@ -175,7 +175,7 @@ def _selector_findings(
             continue
         if not _any_node(offering, (key,), _label_is(key, value)):
             out.append(Violation(
-                message=f"nodeSelector {key}={value} matches none of the nodes offering {what}; "
+                message=f"nodeSelector {text(key)}={text(value)} matches none of the nodes offering {what}; "
                 f"they carry {_carried(offering, key)}: select one of those labels",
                 path=("nodeSelector", key),
             ))

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from policies.quantity import try_parse
 from policies.resources import is_extended
 from policies.rule import NeedsFacts, Option, RuleContext
+from policies.shapes import text
 from policies.types import RelOp, Severity, Violation
 
 ID = "gpu-request-limit-mismatch"
@@ -63,7 +64,8 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
             smaller, larger_key = (requested, "limits") if req_q < lim_q else (limit, "requests")
             yield Violation(
                 message=(
-                    f"container {c.name!r}: requests.{name} is {requested} but the limit is {limit}; "
+                    f"container {c.name!r}: requests.{name} is {text(requested, 40)} "
+                    f"but the limit is {text(limit, 40)}; "
                     f"extended resources cannot be overcommitted: set both to the number of GPUs the "
                     f"container needs (the fix takes the smaller, {smaller})"
                 ),

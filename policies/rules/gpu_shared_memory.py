@@ -44,7 +44,7 @@ from typing import Any
 from policies.podspec import ContainerRef
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import gpu_devices, runnable_containers
-from policies.shapes import as_list
+from policies.shapes import as_list, text
 from policies.types import RelOp, Severity, Violation
 
 ID = "gpu-shared-memory"
@@ -144,7 +144,8 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
     if vol is None:
         return Violation(
             message=(
-                f"container {c.name!r} mounts volume {mount.get('name')!r} at /dev/shm but the pod has no such volume: "
+                f"container {c.name!r} mounts volume {text(mount.get('name'), 63)!r} at /dev/shm "
+                f"but the pod has no such volume: "
                 f"add an emptyDir volume with medium: Memory of that name"
             ),
             path=at_mount,
@@ -156,7 +157,8 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
     if isinstance(empty_dir, dict):
         return Violation(
             message=(
-                f"container {c.name!r} uses {gpus} GPUs and mounts emptyDir {volume.get('name')!r} at /dev/shm, "
+                f"container {c.name!r} uses {gpus} GPUs and mounts emptyDir "
+                f"{text(volume.get('name'), 63)!r} at /dev/shm, "
                 f"but it is disk-backed: set its medium to Memory"
             ),
             path=("volumes", vol_index, "emptyDir"),
@@ -164,7 +166,8 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
         )
     return Violation(
         message=(
-            f"container {c.name!r} uses {gpus} GPUs and mounts volume {volume.get('name')!r} at /dev/shm, which is "
+            f"container {c.name!r} uses {gpus} GPUs and mounts volume {text(volume.get('name'), 63)!r} "
+            f"at /dev/shm, which is "
             f"not a memory-backed emptyDir: mount an emptyDir with medium: Memory there instead"
         ),
         path=at_mount,

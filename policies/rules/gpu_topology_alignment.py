@@ -55,7 +55,7 @@ from policies.podspec import ContainerRef
 from policies.quantity import try_parse
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import gpu_devices, runnable_containers
-from policies.shapes import as_dict
+from policies.shapes import as_dict, text
 from policies.types import RelPath, Severity, Violation
 
 ID = "gpu-topology-alignment"
@@ -108,7 +108,7 @@ def _not_guaranteed(resources: dict[str, Any]) -> str | None:
         if limit <= 0:
             return f"has a zero {r} limit"
         if request != limit:
-            return f"requests {r} {requests[r]} but its limit is {limits[r]}"
+            return f"requests {r} {text(requests[r], 40)} but its limit is {text(limits[r], 40)}"
     return None
 
 
@@ -134,7 +134,8 @@ def _cpu_problem(c: ContainerRef) -> tuple[str, RelPath] | None:
             q = try_parse(amounts["cpu"])
             if q is not None and q > 0 and q.denominator == 1:
                 return None
-            return f"its CPU request {amounts['cpu']} is not a whole number of CPUs", (*c.resources_path, which, "cpu")
+            problem = f"its CPU request {text(amounts['cpu'], 40)} is not a whole number of CPUs"
+            return problem, (*c.resources_path, which, "cpu")
     return "it requests no CPU", c.resources_path
 
 

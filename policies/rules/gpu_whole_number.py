@@ -35,6 +35,7 @@ from typing import Any
 from policies.quantity import try_parse
 from policies.resources import is_extended
 from policies.rule import NeedsFacts, Option, RuleContext
+from policies.shapes import text
 from policies.types import Severity, Violation
 
 ID = "gpu-whole-number"
@@ -69,7 +70,8 @@ def _problem(value: Any) -> str | None:
 
 
 def _shown(value: Any) -> str:
-    return repr(value) if isinstance(value, str) and try_parse(value) is None else str(value)
+    shown = text(value, 40)
+    return repr(shown) if isinstance(value, str) and try_parse(value) is None else shown
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
