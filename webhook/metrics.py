@@ -57,6 +57,7 @@ class Metrics:
         self.would_deny: defaultdict[str, int] = defaultdict(int)
         self.ignore_uses: defaultdict[str, int] = defaultdict(int)
         self.config_reloads: defaultdict[str, int] = defaultdict(int)
+        self.rejected: defaultdict[str, int] = defaultdict(int)
         self.config_loaded_at: float | None = None
 
     def observe_review(self, endpoint: str, kind: str, operation: str, allowed: bool, seconds: float) -> None:
@@ -92,6 +93,10 @@ class Metrics:
         self.config_reloads[result] += 1
         if loaded_at is not None:
             self.config_loaded_at = loaded_at
+
+    def count_rejected(self, reason: str) -> None:
+        """Connections closed by the HTTP limits (webhook.protocol), by reason."""
+        self.rejected[reason] += 1
 
     def count_image_lookup(self, result: str) -> None:
         """result: hit | miss (per image a review needs) | pending (past the budget) | failure."""
@@ -158,6 +163,11 @@ class Metrics:
         family(name, "counter", "gpuguard.io/ignore annotations on checked objects, by result.")
         for result, n in sorted(self.ignore_uses.items()):
             out.append(f"{name}{_labels(('result',), (result,))} {n}")
+
+        name = "gpuguard_connections_rejected_total"
+        family(name, "counter", "Connections closed by the HTTP limits (head size, timeouts, cap), by reason.")
+        for reason, n in sorted(self.rejected.items()):
+            out.append(f"{name}{_labels(('reason',), (reason,))} {n}")
 
         name = "gpuguard_config_reloads_total"
         family(name, "counter", "Policy config reloads after the file changed, by result.")

@@ -17,7 +17,7 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -28,6 +28,7 @@ from policies.config import Config
 from webhook.app import DEFAULT_MAX_BODY_BYTES, FactsProvider, create_app, create_health_app
 from webhook.configsource import ConfigSource, ReloadingConfig, StaticConfig
 from webhook.metrics import Metrics
+from webhook.protocol import ConnectionLimits, guarded_protocol
 from webhook.tlsreload import CertificateReloader, server_context
 
 log = logging.getLogger("gpuguard.serve")
@@ -50,6 +51,7 @@ class ServeOptions:
     config_reload_interval: float = 5.0  # a valid edit applies within this (plus the kubelet's sync)
     health_port: int | None = None  # plain-HTTP /healthz, /readyz and /metrics
     health_host: str | None = None  # default: the webhook's host
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
 
 
 class _Quiet(uvicorn.Server):
@@ -85,6 +87,7 @@ def run_app(
     context = server_context(options.tls_cert, options.tls_key, options.client_ca)
     on_reload = metrics.count_cert_reload if metrics is not None else None
     reloader = CertificateReloader(context, options.tls_cert, options.tls_key, on_reload)
+    on_reject = metrics.count_rejected if metrics is not None else None
     uconfig = uvicorn.Config(
         app,
         ssl_context_factory=lambda _config, _default: context,
@@ -93,12 +96,19 @@ def run_app(
         lifespan="off",
         timeout_keep_alive=options.keep_alive_seconds,
         server_header=False,
+        http=guarded_protocol(options.limits, on_reject),
     )
     server = uvicorn.Server(uconfig)
     health_server: uvicorn.Server | None = None
     if health is not None:
         health_config = uvicorn.Config(
-            health[0], log_config=None, access_log=False, lifespan="off", server_header=False, timeout_keep_alive=5
+            health[0],
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            server_header=False,
+            timeout_keep_alive=5,
+            http=guarded_protocol(options.limits, on_reject),
         )
         health_server = _Quiet(health_config)
 

@@ -15,7 +15,7 @@ import orjson
 import pytest
 import yaml
 
-from policies.config import load_config
+from policies.config import Config, load_config
 from policies.engine import evaluate
 from policies.facts import ClusterFacts
 from policies.rules import gpu_limit_missing
@@ -188,12 +188,31 @@ def _boom(ctx: Any) -> Any:
 
 
 @pytest.mark.parametrize("mode", ["allow", "deny"])
-def test_engine_failure_follows_failure_mode_and_server_keeps_serving(
-    mode: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    metrics = Metrics()
-    app = create_app(load_config({"failureMode": mode}), StaticFacts(), metrics=metrics)
+def test_a_failing_rule_is_a_finding_not_an_admission(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule that raises on an object is reported as gpu-check-failed and denies it, whatever
+    failureMode says: crashing the engine must not buy an admission."""
+    app = create_app(load_config({"failureMode": mode}), StaticFacts())
     monkeypatch.setattr(gpu_limit_missing, "check", _boom)
+    answer = post(app, "/validate", review_dict(ADMISSION / "pod-gpu-with-limit.json")).json()["response"]
+    assert answer["allowed"] is False and answer["status"]["code"] == 403
+    assert "[gpu-check-failed]" in answer["status"]["message"]
+    assert "rule gpu-limit-missing failed on this pod template (RuntimeError: rule exploded)" in answer["status"]["message"]
+
+
+@pytest.mark.parametrize("mode", ["allow", "deny"])
+def test_infrastructure_failure_follows_failure_mode_and_server_keeps_serving(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """failureMode decides only when the webhook itself fails (here its evaluator)."""
+    metrics = Metrics()
+    failing = {"on": True}
+
+    def evaluator(obj: dict[str, Any], config: Config, facts: ClusterFacts) -> Any:
+        if failing["on"]:
+            raise RuntimeError("facts source exploded")
+        return evaluate(obj, config, facts)
+
+    app = create_app(load_config({"failureMode": mode}), StaticFacts(), metrics=metrics, evaluator=evaluator)
     body = review_dict(DENY)
     resp = post(app, "/validate", body)
     assert resp.status_code == 200
@@ -203,13 +222,13 @@ def test_engine_failure_follows_failure_mode_and_server_keeps_serving(
         assert answer["allowed"] is True and answer["warnings"] == [admission.ENGINE_FAILURE_WARNING]
     else:
         assert answer["allowed"] is False and answer["status"]["code"] == 500
-    assert body["request"]["uid"] in caplog.text and "rule exploded" in caplog.text
+    assert body["request"]["uid"] in caplog.text and "facts source exploded" in caplog.text
     assert metrics.errors[("validate", "engine_error")] == 1
     # /mutate never denies on a fault, and returns no patch.
     mutate = post(app, "/mutate", body).json()["response"]
     assert mutate["allowed"] is True and "patch" not in mutate
     # The fault is gone: the same app answers normally again.
-    monkeypatch.undo()
+    failing["on"] = False
     normal = post(app, "/validate", body).json()["response"]
     assert normal["allowed"] is False and normal["status"]["code"] == 403
 
