@@ -1,4 +1,4 @@
-"""evaluate(obj, config, facts) → Evaluation: the one entry point both adapters use."""
+"""evaluate(obj, config, facts, images) → Evaluation: the one entry point both adapters use."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 from policies import pointer
 from policies.config import Config, RuleSettings
 from policies.facts import ClusterFacts
+from policies.images import ImageFacts, NoImageFacts, lookup_archs, lookup_key
 from policies.patching import apply_patch, combine
 from policies.podspec import PodTemplate, extract
 from policies.registry import RULES
@@ -28,6 +29,7 @@ class Evaluation:
     obj: dict[str, Any]
     config: Config = field(default_factory=Config)
     facts: ClusterFacts = field(default_factory=ClusterFacts.empty)
+    images: ImageFacts = field(default_factory=NoImageFacts)
     findings: list[Finding] = field(default_factory=list)
     templates: int = 0
     skipped_rules: tuple[str, ...] = ()  # rules that need facts, skipped for lack of them
@@ -58,7 +60,7 @@ class Evaluation:
             return []
         doc = apply_patch(self.obj, ops)
         for _ in range(MAX_FIX_ROUNDS - 1):
-            more = combine(doc, fixes(evaluate(doc, self.config, self.facts).findings))
+            more = combine(doc, fixes(evaluate(doc, self.config, self.facts, self.images).findings))
             if not more:
                 break
             ops.extend(more)
@@ -66,7 +68,7 @@ class Evaluation:
         return ops
 
 
-def _ignored(obj: dict[str, Any], pod: PodTemplate) -> set[str]:
+def ignored_rules(obj: dict[str, Any], pod: PodTemplate) -> set[str]:
     out: set[str] = set()
     for meta in (obj.get("metadata"), pod.metadata):
         if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict):
@@ -116,11 +118,18 @@ def is_gpu_related(pod: PodTemplate, config: Config) -> bool:
     return False
 
 
-def evaluate(obj: dict[str, Any], config: Config | None = None, facts: ClusterFacts | None = None) -> Evaluation:
+def evaluate(
+    obj: dict[str, Any],
+    config: Config | None = None,
+    facts: ClusterFacts | None = None,
+    images: ImageFacts | None = None,
+) -> Evaluation:
+    """Judge one object.  ``images``: what registries said about its images (None: offline only)."""
     config = config or Config()
     facts = facts or ClusterFacts.empty()
+    images = images or NoImageFacts()
     has_facts = not facts.is_empty
-    ev = Evaluation(obj=obj, config=config, facts=facts)
+    ev = Evaluation(obj=obj, config=config, facts=facts, images=images)
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     assert isinstance(meta, dict)
     namespace = str(meta.get("namespace") or "")
@@ -137,10 +146,10 @@ def evaluate(obj: dict[str, Any], config: Config | None = None, facts: ClusterFa
         if not is_gpu_related(pod, config):
             continue
         ev.gpu_related = True
-        ignored = _ignored(obj, pod)
+        ignored = ignored_rules(obj, pod)
         if "all" in ignored:
             continue
-        violations, pod_skipped = _check_memoised(obj, meta, pod, config, facts, has_facts, ignored, cache)
+        violations, pod_skipped = _check_memoised(obj, meta, pod, config, facts, images, has_facts, ignored, cache)
         skipped.update(pod_skipped)
         for rule_id, v in violations:
             module = RULES[rule_id]
@@ -160,6 +169,7 @@ def _check_memoised(
     pod: PodTemplate,
     config: Config,
     facts: ClusterFacts,
+    images: ImageFacts,
     has_facts: bool,
     ignored: set[str],
     cache: dict[str, Any],
@@ -169,11 +179,13 @@ def _check_memoised(
     Rules are pure functions of the template, the object's annotations, the config and the facts,
     and controllers create many identical pods (a ReplicaSet's replicas differ only in names), so
     the webhook evaluates each distinct template once per snapshot.  Violations are immutable and
-    carry paths relative to the template, so they are shared safely.
+    carry paths relative to the template, so they are shared safely.  What the image facts say
+    about the template's GPU images is part of the key: a result computed while a lookup was
+    pending must not outlive the lookup.
     """
     spec_text = repr(pod.spec)
     if len(spec_text) > _MEMO_MAX_SPEC:
-        return _check(obj, pod, config, facts, has_facts, ignored, cache)
+        return _check(obj, pod, config, facts, images, has_facts, ignored, cache)
     key = (
         "rules",
         id(config),
@@ -184,8 +196,21 @@ def _check_memoised(
         repr(pod.metadata.get("annotations")),
         repr(meta.get("annotations")),
         frozenset(ignored),
+        _image_key(pod, config, facts, images),
     )
-    return facts.memoised(key, lambda: _check(obj, pod, config, facts, has_facts, ignored, cache), owner=config)
+    return facts.memoised(
+        key, lambda: _check(obj, pod, config, facts, images, has_facts, ignored, cache), owner=config
+    )
+
+
+def _image_key(pod: PodTemplate, config: Config, facts: ClusterFacts, images: ImageFacts) -> Any:
+    if isinstance(images, NoImageFacts):
+        return None
+    from policies.cuda.containers import gpu_containers
+
+    names = [c.container.get("image") for c in gpu_containers(pod, config.is_gpu)]
+    pairs = tuple((n, arch) for n in names if isinstance(n, str) for arch in lookup_archs(facts))
+    return lookup_key(images, pairs)
 
 
 def _check(
@@ -193,13 +218,16 @@ def _check(
     pod: PodTemplate,
     config: Config,
     facts: ClusterFacts,
+    images: ImageFacts,
     has_facts: bool,
     ignored: set[str],
     cache: dict[str, Any],
 ) -> RuleResults:
     found: list[tuple[str, Violation]] = []
     skipped: set[str] = set()
-    ctx = RuleContext(obj=obj, pod=pod, facts=facts, has_facts=has_facts, options={}, is_gpu=config.is_gpu, cache=cache)
+    ctx = RuleContext(
+        obj=obj, pod=pod, facts=facts, has_facts=has_facts, options={}, is_gpu=config.is_gpu, cache=cache, images=images
+    )
     for rule_id, module in RULES.items():
         settings = config.settings(rule_id)
         if settings.severity is None or rule_id in ignored:

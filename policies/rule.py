@@ -9,6 +9,7 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from policies.facts import ClusterFacts
+from policies.images import ImageFacts, NoImageFacts
 from policies.podresources import pod_requests
 from policies.podspec import PodTemplate
 from policies.resources import is_gpu_share_resource
@@ -55,6 +56,7 @@ class RuleContext:
     options: Mapping[str, Any]
     is_gpu: Callable[[str], bool]
     cache: dict[str, Any] = field(default_factory=dict)
+    images: ImageFacts = field(default_factory=NoImageFacts)
 
     def diagnosis(self) -> Diagnosis | None:
         """The scheduling diagnosis of a GPU pod against the facts; None without either."""
