@@ -31,6 +31,7 @@ from policies.cuda.require import (
     REQUIRE_PREFIX,
     Requirements,
     cuda_floor,
+    parse_bool,
     requirements,
 )
 from policies.cuda.resolve import ImageRule, Resolution, resolve_explicit
@@ -138,7 +139,8 @@ def container_need(
     image_env = config.env if config is not None else None
     modelled = config is not None or bool(pod.values) or pod.open
     reqs = requirements(final_environment(image_env, pod)) if modelled else None
-    pod_changes = bool(pod.values.keys() & {DISABLE_REQUIRE}) or any(
+    disable = pod.values.get(DISABLE_REQUIRE)
+    pod_changes = (disable is not None and (not isinstance(disable, str) or parse_bool(disable) is True)) or any(
         n.startswith(REQUIRE_PREFIX) and not n.startswith(REQUIRE_JETPACK) for n in pod.values
     )
     notes.extend(_pod_notes(pod.values, reqs))
