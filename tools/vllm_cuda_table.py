@@ -69,9 +69,9 @@ def release_builds(pipeline: str) -> dict[str, tuple[str | None, str]]:
 
 def final_base(dockerfile: str, target: str = "vllm-openai") -> str | None:
     """The external image the ``target`` stage finally derives from, with ARG defaults applied."""
-    stages = {alias: image for image, alias in _FROM.findall(dockerfile) if alias}
-    defaults = dict(_ARG_DEFAULT.findall(dockerfile))
-    image = stages.get(target)
+    stages: dict[str, str] = {alias: image for image, alias in _FROM.findall(dockerfile) if alias}
+    defaults: dict[str, str] = dict(_ARG_DEFAULT.findall(dockerfile))
+    image: str | None = stages.get(target)
     for _ in range(10):
         if image is None:
             return None
