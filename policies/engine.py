@@ -196,21 +196,26 @@ def _check_memoised(
         repr(pod.metadata.get("annotations")),
         repr(meta.get("annotations")),
         frozenset(ignored),
-        _image_key(pod, config, facts, images),
+        _image_key(pod, config, facts, images, spec_text),
     )
     return facts.memoised(
         key, lambda: _check(obj, pod, config, facts, images, has_facts, ignored, cache), owner=config
     )
 
 
-def _image_key(pod: PodTemplate, config: Config, facts: ClusterFacts, images: ImageFacts) -> Any:
+def _image_key(pod: PodTemplate, config: Config, facts: ClusterFacts, images: ImageFacts, spec_text: str) -> Any:
     if isinstance(images, NoImageFacts):
         return None
     from policies.cuda.containers import gpu_containers
 
-    names = [c.container.get("image") for c in gpu_containers(pod, config.is_gpu)]
-    pairs = tuple((n, arch) for n in names if isinstance(n, str) for arch in lookup_archs(facts))
-    return lookup_key(images, pairs)
+    def pairs() -> tuple[tuple[str, str], ...]:
+        names = [c.container.get("image") for c in gpu_containers(pod, config.is_gpu)]
+        archs = lookup_archs(facts)
+        return tuple((n, arch) for n in names if isinstance(n, str) for arch in archs)
+
+    # The (image, arch) pairs depend only on the template and the snapshot; what the lookups say
+    # is asked afresh every time.
+    return lookup_key(images, facts.memoised(("image-pairs", id(config), spec_text), pairs, owner=config))
 
 
 def _check(
