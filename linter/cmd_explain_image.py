@@ -1,8 +1,15 @@
 """``gpuguard explain-image IMAGE [--cluster FILE] [--format text|json]``.
 
-Prints the CUDA version gpuguard resolves for an image, where it came from and what driver it
-needs; with a cluster snapshot (``--cluster sample`` for the bundled one) also each GPU node
-group's driver and whether it runs the image natively, in a compatibility mode, or not at all.
+Prints the CUDA version gpuguard resolves for an image, where it came from, what the NVIDIA
+runtime will check and what driver it needs; with a cluster snapshot (``--cluster sample`` for the
+bundled one) also each GPU node's driver and whether it runs the image natively, in a
+compatibility mode, or not at all.  ``--format json`` prints one object::
+
+    {"image": …, "cuda": {"version": "12.8.1", "source": "…"} | null,
+     "requirement": "<NVIDIA_REQUIRE_CUDA of the image config> | null",
+     "nodes": [{"name": …, "driver": "550.90.07" | null,
+                "verdict": "native|minor-version|forward|incompatible|unknown"}]}
+
 Exit status: 0, or 2 for bad usage or an unreadable cluster snapshot.
 """
 
@@ -11,7 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from policies.cuda.explain import ImageReport
+    from policies.images import ImageConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,51 +39,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_registry_arguments(parser, default_on=False)
 
 
-def _report(image: str, cluster: str | None) -> dict[str, Any]:
-    from policies.cuda.compat import classify, native_cuda_text, requirement
-    from policies.cuda.resolve import resolve
-    from policies.cuda.versions import format_driver, format_version
+def report(image: str, cluster: str | None, config: ImageConfig | None = None) -> ImageReport:
+    """The report for ``image``; ``config`` is the image config a registry lookup found, if any."""
+    from policies.cuda.explain import explain_image
 
-    resolution = resolve(image)
-    req = requirement(resolution) if resolution else None
-    report: dict[str, Any] = {
-        "image": image,
-        "cuda": format_version(resolution.version) if resolution else None,
-        "source": resolution.source if resolution else None,
-        "known": req is not None,
-        "nativeDriver": req.describe_native() if req else None,
-        "minorVersionFloor": format_driver(req.mvc_floor) if req and req.mvc_floor else None,
-        "forwardCompatibleDrivers": [format_driver(d) for d in req.forward_drivers] if req else [],
-        "nodeGroups": None,
-    }
-    if cluster is None:
-        return report
-    from gpuguard.sources.snapshot import load_cluster_facts
+    facts = None
+    if cluster is not None:
+        from gpuguard.sources.snapshot import load_cluster_facts
 
-    facts = load_cluster_facts(cluster)
-    report["cluster"] = facts.source
-    groups = []
-    for group in facts.groups:
-        node = group.representative
-        driver = node.driver_version
-        offers_nvidia = any(name.startswith("nvidia.com/") and q > 0 for name, q in node.allocatable.items())
-        if driver is None and not offers_nvidia:
-            continue
-        mode = classify(req, driver, node.gpu_product).value if req else None
-        groups.append(
-            {
-                "nodes": [m.name for m in group.members],
-                "product": node.gpu_product,
-                "driver": format_driver(driver) if driver else None,
-                "nativeCuda": native_cuda_text(driver) if driver else None,
-                "mode": mode,
-            }
-        )
-    report["nodeGroups"] = groups
-    return report
+        facts = load_cluster_facts(cluster)
+    return explain_image(image, facts, config)
 
 
-def _registry_section(args: argparse.Namespace, image: str) -> list[dict[str, Any]] | None:
+def _registry_section(
+    args: argparse.Namespace, image: str, configs: dict[str, ImageConfig]
+) -> list[dict[str, Any]] | None:
     """What the image's registry says, per architecture of the GPU nodes; None when off."""
     from gpuguard.registry.cli import effective_settings, prefetch
     from gpuguard.registry.facts import DEFAULT_ARCHES, gpu_node_arches
@@ -95,6 +76,7 @@ def _registry_section(args: argparse.Namespace, image: str) -> list[dict[str, An
     for (_, arch), lookup in view.items():
         entry: dict[str, Any] = {"arch": arch, "status": lookup.status, "detail": lookup.detail or None}
         if lookup.config is not None:
+            configs[arch] = lookup.config
             env = dict(lookup.config.env)
             entry.update(
                 digest=lookup.config.digest,
@@ -117,56 +99,38 @@ def _registry_text(section: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _text(report: dict[str, Any]) -> str:
-    lines = [f"image: {report['image']}"]
-    if report["cuda"] is None:
-        lines.append("CUDA: unknown (no recognised tag; gpuguard does not guess — set the gpuguard.io/cuda-version "
-                     "annotation or an imageRules entry)")
-    else:
-        lines.append(f"CUDA: {report['cuda']} (from {report['source']})")
-        if not report["known"]:
-            lines.append("driver requirements: not in the knowledge base")
-        else:
-            lines.append(f"native: driver {report['nativeDriver']}")
-            if report["minorVersionFloor"]:
-                lines.append(f"minor-version compatibility: driver {report['minorVersionFloor']} or newer "
-                             "(PTX JIT and newer features fail)")
-            if report["forwardCompatibleDrivers"]:
-                lines.append("forward compatibility (data-center GPUs): driver "
-                             + ", ".join(report["forwardCompatibleDrivers"]))
-    if report["nodeGroups"] is not None:
-        lines.append(f"node groups ({report.get('cluster')}):")
-        if not report["nodeGroups"]:
-            lines.append("  (no GPU nodes)")
-        for g in report["nodeGroups"]:
-            names = ", ".join(g["nodes"][:3]) + (f" and {len(g['nodes']) - 3} more" if len(g["nodes"]) > 3 else "")
-            product = f" ({g['product']})" if g["product"] else ""
-            if g["driver"]:
-                native = f", CUDA {g['nativeCuda']}" if g["nativeCuda"] else ""
-                driver = f"driver {g['driver']}{native}"
-            else:
-                driver = "no driver labels"
-            verdict = g["mode"] or "CUDA version unknown"
-            lines.append(f"  {names}{product}: {driver}: {verdict}")
-    if report.get("registry") is not None:
-        lines.extend(_registry_text(report["registry"]))
-    return "\n".join(lines)
+def _found_config(
+    section: list[dict[str, Any]] | None, configs: dict[str, ImageConfig]
+) -> ImageConfig | None:
+    """The image config the registry returned (amd64 first, the usual GPU node architecture)."""
+    if not section:
+        return None
+    for arch in ("amd64", *sorted(configs)):
+        if arch in configs:
+            return configs[arch]
+    return None
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, config: ImageConfig | None = None) -> int:
     from gpuguard.registry.cli import RegistryUsageError
     from gpuguard.sources.yamlsafe import InputError
+    from policies.cuda.explain import render_text
 
     try:
-        report = _report(args.image, args.cluster)
-        registry = _registry_section(args, args.image)
+        configs: dict[str, ImageConfig] = {}
+        registry = _registry_section(args, args.image, configs)
+        result = report(args.image, args.cluster, config or _found_config(registry, configs))
     except (InputError, RegistryUsageError) as exc:
         print(f"gpuguard explain-image: {exc}", file=sys.stderr)
         return 2
-    if registry is not None:
-        report["registry"] = registry
     if args.format == "json":
-        print(json.dumps(report, indent=2))
+        shown = result.to_json()
+        if registry is not None:
+            shown["registry"] = registry
+        print(json.dumps(shown, indent=2))
     else:
-        print(_text(report))
+        lines = [render_text(result)]
+        if registry is not None:
+            lines.extend(_registry_text(registry))
+        print("\n".join(lines))
     return 0

@@ -1,7 +1,8 @@
-"""evaluate(obj, config, facts) → Evaluation: the one entry point both adapters use."""
+"""evaluate(obj, config, facts, images) → Evaluation: the one entry point both adapters use."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,8 +11,8 @@ from policies import pointer
 from policies.config import Config, RuleSettings
 from policies.digest import TooDeep
 from policies.facts import ClusterFacts
-from policies.images import ImageFacts, NoImageFacts
-from policies.memo import TemplateAnalysis, rule_results_key
+from policies.images import ImageFacts, NoImageFacts, lookup_archs, lookup_key
+from policies.memo import ImagePairsKey, TemplateAnalysis, rule_results_key
 from policies.patching import apply_patch, combine
 from policies.podspec import PodTemplate, extract
 from policies.registry import RULES
@@ -79,6 +80,14 @@ class Evaluation:
             ops.extend(more)
             doc = apply_patch(doc, more)
         return ops
+
+
+def ignored_rules(obj: dict[str, Any], pod: PodTemplate, config: Config) -> set[str]:
+    """The rule ids (or "all") the ignore annotation skips on ``pod``, where config honours it."""
+    namespace = text(as_dict(obj.get("metadata")).get("namespace") or "", 253)
+    if not config.honours_ignore_annotation(namespace):
+        return set()
+    return {rule for use in _ignore_uses(obj, pod, True) for rule in use.rules}
 
 
 def _ignore_uses(obj: dict[str, Any], pod: PodTemplate, honoured: bool) -> list[IgnoreUse]:
@@ -195,7 +204,7 @@ def _evaluate(
         pod_facts = _facts_for(pod, facts)
         try:
             violations, pod_skipped = _check_memoised(
-                obj, meta, pod, config, pod_facts, has_facts and not pod_facts.is_empty, ignored
+                obj, meta, pod, config, pod_facts, ev.images, has_facts and not pod_facts.is_empty, ignored
             )
         except TooDeep as exc:
             violations, pod_skipped = ((CHECK_FAILED, _unjudged(f"the pod template is {exc}")),), frozenset()
@@ -225,6 +234,7 @@ def _check_memoised(
     pod: PodTemplate,
     config: Config,
     facts: ClusterFacts,
+    images: ImageFacts,
     has_facts: bool,
     ignored: set[str],
 ) -> RuleResults:
@@ -233,12 +243,29 @@ def _check_memoised(
     Rules are pure functions of the template, the object's annotations, the config and the facts,
     and controllers create many identical pods (a ReplicaSet's replicas differ only in names), so
     the webhook evaluates each distinct template once per snapshot.  Violations are immutable and
-    carry paths relative to the template, so they are shared safely.
+    carry paths relative to the template, so they are shared safely.  What the image facts say
+    about the template's GPU images is part of the key: a result computed while a lookup was
+    pending must not outlive the lookup.
     """
     key = rule_results_key(config, pod, meta.get("annotations"), ignored)
     if key is None:
-        return _check(obj, pod, config, facts, has_facts, ignored)
-    return facts.memoised(key, lambda: _check(obj, pod, config, facts, has_facts, ignored), owner=config)
+        return _check(obj, pod, config, facts, images, has_facts, ignored)
+    if not isinstance(images, NoImageFacts):
+        key = dataclasses.replace(key, images=_image_key(pod, config, facts, images, key.content))
+    return facts.memoised(key, lambda: _check(obj, pod, config, facts, images, has_facts, ignored), owner=config)
+
+
+def _image_key(pod: PodTemplate, config: Config, facts: ClusterFacts, images: ImageFacts, content: bytes) -> Any:
+    from policies.cuda.containers import gpu_containers
+
+    def pairs() -> tuple[tuple[str, str], ...]:
+        names = [c.container.get("image") for c in gpu_containers(pod, config.is_gpu)]
+        archs = lookup_archs(facts)
+        return tuple((n, arch) for n in names if isinstance(n, str) for arch in archs)
+
+    # The (image, arch) pairs depend only on the template and the snapshot; what the lookups say
+    # is asked afresh every time.
+    return lookup_key(images, facts.memoised(ImagePairsKey(id(config), content), pairs, owner=config))
 
 
 def _check(
@@ -246,6 +273,7 @@ def _check(
     pod: PodTemplate,
     config: Config,
     facts: ClusterFacts,
+    images: ImageFacts,
     has_facts: bool,
     ignored: set[str],
 ) -> RuleResults:
@@ -253,7 +281,14 @@ def _check(
     skipped: set[str] = set()
     analysis = TemplateAnalysis(pod, facts, config.is_gpu)
     ctx = RuleContext(
-        obj=obj, pod=pod, facts=facts, has_facts=has_facts, options={}, is_gpu=config.is_gpu, analysis=analysis
+        obj=obj,
+        pod=pod,
+        facts=facts,
+        has_facts=has_facts,
+        options={},
+        is_gpu=config.is_gpu,
+        analysis=analysis,
+        images=images,
     )
     for rule_id, module in RULES.items():
         settings = config.settings(rule_id)

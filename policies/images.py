@@ -1,17 +1,22 @@
-"""Image facts: what registries say about container images, given to the engine like cluster facts.
+"""Image facts: what registries say about the images a pod runs.
 
-Pure types, no I/O.  Faces (the linter, the webhook) resolve the images ``images_in()`` returns
-before evaluating, then hand the engine an ``ImageFacts`` view of what they know.
+Like cluster facts, image facts are a lookup the engine is *given*: the faces fetch image configs
+(outside ``policies/``, with their own network, auth and cache) before they evaluate, and pass an
+``ImageFacts`` view of what they know.  Nothing here does I/O.
+
+``policies.image_uses.images_in`` lists the images the engine would judge in an object, so a face
+can prefetch exactly those; ``lookup_archs`` names the node architectures to fetch them for.  This
+module holds only the types, so that rules may use them without importing the engine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
-    from policies.config import Config
+    from policies.facts import ClusterFacts
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,38 +56,32 @@ class NoImageFacts:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class ImageUse:
-    """A container image the engine would judge, with the pointer of its pod template's spec."""
-
-    image: str
-    template: str  # RFC 6901 pointer to the pod spec, e.g. "/spec/template/spec"
-    container: str
+# Set by the kubelet on every node (https://kubernetes.io/docs/reference/labels-annotations-taints/
+# #kubernetes-io-arch: "the Go runtime.GOARCH value").  Only hand-written snapshots lack it; their
+# nodes are looked up as amd64, the architecture of every node in the bundled examples.
+ARCH_LABEL = "kubernetes.io/arch"
+DEFAULT_ARCH = "amd64"
 
 
-CUDA_RULE = "gpu-cuda-driver-mismatch"
+def node_arch(labels: Mapping[str, str]) -> str:
+    return labels.get(ARCH_LABEL) or DEFAULT_ARCH
 
 
-def images_in(obj: dict[str, Any], config: Config) -> list[ImageUse]:
-    """Every image of a GPU-requesting container in ``obj`` that the CUDA rule would judge.
+def lookup_archs(facts: ClusterFacts) -> tuple[str, ...]:
+    """The architectures of the cluster's nodes, to prefetch image configs for (amd64 without facts)."""
+    archs = sorted({node_arch(g.representative.labels) for g in facts.groups})
+    return tuple(archs) or (DEFAULT_ARCH,)
 
-    Minimal version written by the registry work; the engine work owns the final one.
-    """
-    from policies.podresources import container_requests
-    from policies.podspec import extract
 
-    if config.settings(CUDA_RULE).severity is None:
-        return []
-    meta = obj.get("metadata")
-    namespace = meta.get("namespace") if isinstance(meta, dict) else None
-    if isinstance(namespace, str) and namespace in config.exempt_namespaces:
-        return []
-    out: list[ImageUse] = []
-    for pod in extract(obj, config.workload_index):
-        for c in pod.containers:
-            if c.kind == "ephemeralContainer":
-                continue
-            image = c.container.get("image")
-            if isinstance(image, str) and image.strip() and container_requests(c, config.is_gpu):
-                out.append(ImageUse(image.strip(), pod.spec_pointer, c.name))
-    return out
+def lookup_key(images: ImageFacts, pairs: tuple[tuple[str, str], ...]) -> Hashable:
+    """What ``images`` knows about each (image, arch) pair, as a hashable memo key part."""
+    key: list[Hashable] = []
+    for image, arch in pairs:
+        found = images.lookup(image, arch)
+        if found is None:
+            key.append(None)
+        elif found.config is None:
+            key.append((found.status, found.detail))
+        else:
+            key.append((found.status, found.detail, found.config.env, found.config.digest, found.config.source))
+    return tuple(key)

@@ -58,6 +58,15 @@ class RuleResultsKey:
     scheduling_known: bool
     content: bytes
     ignored: frozenset[str]
+    images: Hashable = None  # what the image facts say about the template's images (policies.engine)
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePairsKey:
+    """The (image, node architecture) pairs a template's GPU containers need looked up."""
+
+    config: int
+    content: bytes
 
 
 

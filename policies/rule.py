@@ -8,12 +8,13 @@ is a type error, not a runtime surprise.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from types import ModuleType
 from typing import Any, Literal, Protocol
 
 from policies.facts import ClusterFacts
+from policies.images import ImageFacts, NoImageFacts
 from policies.memo import TemplateAnalysis
 from policies.podspec import PodTemplate
 from policies.scheduling import Diagnosis, GroupVerdict
@@ -65,6 +66,7 @@ class RuleContext:
     options: Mapping[str, Any]
     is_gpu: Callable[[str], bool]
     analysis: TemplateAnalysis
+    images: ImageFacts = field(default_factory=NoImageFacts)
 
     def gpu_requests(self) -> dict[str, Fraction]:
         """Effective pod requests of GPU devices (quota-like share resources excluded)."""

@@ -12,7 +12,8 @@ from typing import Any
 
 from policies.config import Config
 from policies.facts import ClusterFacts
-from policies.images import ImageLookup, images_in
+from policies.image_uses import images_in
+from policies.images import ImageLookup
 
 ARCH_LABEL = "kubernetes.io/arch"
 DEFAULT_ARCHES = ("amd64",)

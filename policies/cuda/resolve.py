@@ -4,7 +4,7 @@
 2. the annotation ``gpuguard.io/cuda-version`` (every container of the pod);
 3. the rule option ``imageRules`` (``[{pattern: <regex>, cudaVersion: "12.4"}]``, first match wins;
    the pattern is searched in the whole image reference, anchor it with ``^`` as needed);
-4. the image reference itself (``policies.cuda.image``).
+4. the image reference itself (``policies.cuda.conventions``).
 
 Annotation values and rule versions must be dotted numbers (``12.4`` or ``12.4.1``); an
 unreadable one is skipped and the next source is tried.
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from policies.cuda.image import cuda_from_image
+from policies.cuda.conventions import offline_cuda
 from policies.cuda.versions import Version, parse_version
 from policies.shapes import as_list
 
@@ -63,12 +63,13 @@ def _annotation_version(annotations: Mapping[str, Any], key: str) -> Version | N
     return version if version is not None and len(version) >= 2 else None
 
 
-def resolve(
+def resolve_explicit(
     image: str | None,
     container: str | None = None,
     annotations: Mapping[str, Any] | None = None,
     rules: Sequence[ImageRule] = (),
 ) -> Resolution | None:
+    """Sources 1-3: what the user states (annotations, then ``imageRules``)."""
     annotations = annotations or {}
     if container:
         key = f"{ANNOTATION}.{container}"
@@ -83,7 +84,20 @@ def resolve(
     for rule in rules:
         if rule.pattern.search(image):
             return Resolution(rule.version, f"imageRules pattern {rule.pattern.pattern!r}")
-    found = cuda_from_image(image)
-    if found is None:
+    return None
+
+
+def resolve(
+    image: str | None,
+    container: str | None = None,
+    annotations: Mapping[str, Any] | None = None,
+    rules: Sequence[ImageRule] = (),
+    arch: str = "amd64",
+) -> Resolution | None:
+    found = resolve_explicit(image, container, annotations, rules)
+    if found is not None or not isinstance(image, str):
+        return found
+    offline = offline_cuda(image, arch)
+    if offline.cuda is None:
         return None
-    return Resolution(found.version, found.source, found.datacenter_drivers)
+    return Resolution(offline.cuda.version, offline.cuda.source, offline.cuda.datacenter_drivers)

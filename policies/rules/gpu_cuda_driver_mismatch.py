@@ -1,18 +1,36 @@
 """gpu-cuda-driver-mismatch: the image's CUDA version needs a newer driver than the candidate nodes run.
 
 For each container that requests a GPU, the CUDA version of its image is resolved (annotation
-``gpuguard.io/cuda-version[.<container>]``, then the ``imageRules`` option, then the image tag:
-``nvidia/cuda``, NGC frameworks, ``pytorch/pytorch``; unknown images are skipped, never guessed).
-Each candidate node group — offering the requested GPU resource and admitted by the pod's
-selectors, affinity and tolerations — is classed by its GPU Feature Discovery driver labels as
-native, minor-version compatible, forward compatible (data-center GPUs only) or incompatible
-(see ``policies.cuda.compat``).  Nodes without driver labels are never held against the pod.
+``gpuguard.io/cuda-version[.<container>]``, then the ``imageRules`` option, then the image config
+when a registry lookup found it — its ``CUDA_VERSION`` or ``NVIDIA_REQUIRE_CUDA`` — then the image
+name: ``nvidia/cuda``, NGC frameworks, ``pytorch/pytorch``, the k8s CUDA samples, vLLM, TensorFlow,
+Ray ``-cuXY``, PaddlePaddle, Google Cloud's Hugging Face DLCs; see ``policies.cuda.conventions``).
+Unknown images are skipped, never guessed; plain OS images need no CUDA.  Each candidate node
+group — offering the requested GPU resource and admitted by the pod's selectors, affinity and
+tolerations — is classed by its GPU Feature Discovery driver labels as native, minor-version
+compatible, forward compatible (data-center GPUs only) or incompatible (see
+``policies.cuda.compat`` and ``policies.cuda.verdict``).  Nodes without driver labels are never held
+against the pod.
+
+The NVIDIA runtime's own start check is evaluated exactly as libnvidia-container does
+(``policies.cuda.require``) on the container's final environment — image config ``Env`` overridden
+by the pod's ``env:`` — whenever that environment is known in part (an image config, or variables
+the pod sets).  A node where the legacy runtime would refuse the container ("unsatisfied
+condition: cuda>=12.8") is incompatible.  Since NVIDIA Container Toolkit 1.18 the default CDI mode
+checks nothing, so an image whose need exceeds the driver then starts and fails at ``cuInit``.
 
 Severity is graded by the rule (a severity set in config overrides it):
 
-* error — no candidate node can run the image;
+* error — no candidate node can run it;
 * warning — some candidates cannot run it, or it runs only in a compatibility mode everywhere;
-* info — native nodes exist and the other candidates run it only in a compatibility mode.
+* info — native nodes exist and the other candidates run it only in a compatibility mode;
+* info — every candidate runs it, but the pod sets ``NVIDIA_DISABLE_REQUIRE`` or its own
+  ``NVIDIA_REQUIRE_*``: the finding says the runtime's check is off or replaced.
+
+Findings also say when the runtime's check will not stop an image that needs more than a node's
+driver: the pod disables or overrides the requirement, or the image's own requirement asks for less
+than it needs (NGC framework images say ``cuda>=9.0``; Google Cloud's TGI images on CUDA 12.4 say
+``cuda>=12.1``).  Such notes never raise the severity: the node verdicts decide it.
 
 Failing (the only untainted GPU node is a Tesla T4 on driver 470, which CUDA 13 images do not
 accept)::
@@ -44,13 +62,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies.cuda.affinity import affinity_fix, driver_terms
-from policies.cuda.compat import Mode, Requirement, classify, native_cuda_text, requirement
-from policies.cuda.resolve import parse_image_rules, resolve
+from policies.cuda.compat import Mode, Requirement, native_cuda_text, requirement
+from policies.cuda.containers import gpu_containers
+from policies.cuda.need import Need, container_need
+from policies.cuda.require import Check, Start
+from policies.cuda.resolve import parse_image_rules
+from policies.cuda.verdict import node_mode
 from policies.cuda.versions import Version, format_driver, major_minor, parse_version
 from policies.facts import LABEL_DRIVER_FULL, LABEL_DRIVER_NEW, LABEL_DRIVER_OLD, LABEL_PRODUCT, ClusterFacts
+from policies.images import node_arch
 from policies.podspec import ContainerRef
 from policies.rule import NeedsFacts, Option, RuleContext
-from policies.rulekit import runnable_containers, uses_gpu
 from policies.scheduling import GroupVerdict, term_matches
 from policies.types import RelOp, Severity, Violation
 
@@ -80,8 +102,11 @@ _MODE_ORDER = (Mode.INCOMPATIBLE, Mode.MINOR, Mode.FORWARD, Mode.NATIVE, Mode.UN
 class Assessment:
     container: ContainerRef
     image: str
-    req: Requirement
+    req: Requirement  # the one with the highest native minimum when architectures differ
+    reqs: dict[str, Requirement]  # per node architecture
+    needs: dict[str, Need]
     rows: tuple[tuple[GroupVerdict, Mode], ...]
+    runtime: dict[int, Check]  # id(GroupVerdict) → the runtime's verdict there
     severity: Severity
 
     def with_mode(self, *modes: Mode) -> list[GroupVerdict]:
@@ -139,12 +164,36 @@ def _driver_text(verdict: GroupVerdict) -> str:
     return format_driver(driver) if driver else "unknown"
 
 
+def _row_text(a: Assessment, v: GroupVerdict) -> str:
+    text = f"{v.describe()} driver {_driver_text(v)}"
+    runtime = a.runtime.get(id(v))
+    if runtime is not None and runtime.start is Start.REFUSED:
+        reason = runtime.reason.split(", please update", 1)[0]
+        text += f" (the NVIDIA runtime refuses it: {reason})"
+    return text
+
+
+def _needs_text(a: Assessment) -> str:
+    by_text: dict[tuple[str, str], list[str]] = {}
+    for arch, req in sorted(a.reqs.items()):
+        by_text.setdefault((req.cuda_text, req.source), []).append(arch)
+    if len(by_text) == 1:
+        (cuda, source), _ = next(iter(by_text.items()))
+        return f"needs CUDA {cuda} (from {source}; native driver {a.req.describe_native()})"
+    parts = [f"CUDA {cuda} on {'/'.join(archs)} (from {source})" for (cuda, source), archs in by_text.items()]
+    return "needs " + ", ".join(parts)
+
+
+def _notes(a: Assessment) -> list[str]:
+    return list(dict.fromkeys(n for need in a.needs.values() for n in need.notes))
+
+
 def _message(a: Assessment) -> str:
     parts = []
     for mode in _MODE_ORDER:
         groups = a.with_mode(mode)
         if groups:
-            listed = "; ".join(f"{v.describe()} driver {_driver_text(v)}" for v in groups)
+            listed = "; ".join(_row_text(a, v) for v in groups)
             parts.append(f"{mode.value}: {listed}")
     verdict = {
         Severity.ERROR: "no candidate node can run it",
@@ -153,16 +202,24 @@ def _message(a: Assessment) -> str:
             if a.with_mode(Mode.INCOMPATIBLE)
             else "it runs only in a compatibility mode on every candidate node"
         ),
-        Severity.INFO: "it runs natively on some candidate nodes, only in a compatibility mode on others",
+        Severity.INFO: (
+            "it runs natively on some candidate nodes, only in a compatibility mode on others"
+            if any(m.compat_only for _, m in a.rows)
+            else "it runs on every candidate node"
+        ),
     }[a.severity]
-    return (
-        f"container {a.container.name!r}: image {a.image} needs CUDA {a.req.cuda_text} "
-        f"(from {a.req.source}; native driver {a.req.describe_native()}), {verdict} — " + " | ".join(parts)
-    )
+    notes = _notes(a)
+    noted = f" Note: {'; '.join(notes)}." if notes else ""
+    return f"container {a.container.name!r}: image {a.image} {_needs_text(a)}, {verdict} — " + " | ".join(parts) + noted
 
 
 def _remediation(a: Assessment, fixed: bool) -> str:
     native = a.req.describe_native()
+    if all(m is Mode.NATIVE or m is Mode.UNKNOWN for _, m in a.rows):
+        return (
+            f"Every candidate node runs it natively; keep the pod on drivers {native}, and set the NVIDIA_* "
+            "variables only if you mean to change the runtime's check."
+        )
     if fixed:
         head = (
             f"Keep the pod on nodes with driver {native} "
@@ -233,9 +290,47 @@ def _pod_fix(ctx: RuleContext, assessments: list[Assessment], candidates: list[G
     return affinity_fix(ctx.pod.spec, terms)
 
 
+def _assess(ctx: RuleContext, c: ContainerRef, candidates: list[GroupVerdict], rules: Any,
+            annotations: dict[str, Any]) -> Assessment | None:
+    image = c.container.get("image")
+    image_text = image if isinstance(image, str) else None
+    needs: dict[str, Need] = {}
+    reqs: dict[str, Requirement | None] = {}
+    rows: list[tuple[GroupVerdict, Mode]] = []
+    runtime: dict[int, Check] = {}
+    for v in candidates:
+        labels = v.nodes[0].labels
+        arch = node_arch(labels)
+        if arch not in needs:
+            lookup = ctx.images.lookup(image_text, arch) if image_text else None
+            needs[arch] = container_need(image_text, c.container, c.name, annotations, rules, lookup, arch)
+            resolution = needs[arch].resolution
+            reqs[arch] = requirement(resolution) if resolution else None
+        req = reqs[arch]
+        if req is None:
+            rows.append((v, Mode.UNKNOWN))
+            continue
+        mode, check = node_mode(req, needs[arch], labels)
+        rows.append((v, mode))
+        if check is not None:
+            runtime[id(v)] = check
+    known = {arch: r for arch, r in reqs.items() if r is not None}
+    if not known:
+        return None
+    modes = [m for _, m in rows]
+    severity = _grade(modes)
+    if severity is None and any(needs[a].pod_changes_check for a in known):
+        severity = Severity.INFO if any(m.runs for m in modes) else None
+    if severity is None:
+        return None
+    primary = max(known.values(), key=lambda r: r.native_min)
+    return Assessment(
+        c, str(image), primary, known, {a: needs[a] for a in known}, tuple(rows), runtime, severity
+    )
+
+
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    # ``nvidia.com/gpu: 0`` gets no GPU, so such a container is not judged.
-    containers = [c for c in runnable_containers(ctx.pod) if uses_gpu(ctx, c)]
+    containers = gpu_containers(ctx.pod, ctx.is_gpu)
     if not containers:
         return
     candidates = [
@@ -248,19 +343,7 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
         return
     rules, _problems = parse_image_rules(ctx.options.get("imageRules"))
     annotations = _annotations(ctx)
-    assessments: list[Assessment] = []
-    for c in containers:
-        image = c.container.get("image")
-        resolution = resolve(image if isinstance(image, str) else None, c.name, annotations, rules)
-        req = requirement(resolution) if resolution else None
-        if req is None:
-            continue
-        rows = tuple(
-            (v, classify(req, v.nodes[0].driver_version, v.nodes[0].gpu_product)) for v in candidates
-        )
-        severity = _grade([m for _, m in rows])
-        if severity is not None:
-            assessments.append(Assessment(c, str(image), req, rows, severity))
+    assessments = [a for c in containers if (a := _assess(ctx, c, candidates, rules, annotations)) is not None]
     if not assessments:
         return
     fix = _pod_fix(ctx, assessments, candidates)

@@ -67,7 +67,8 @@ def test_forward_compatibility_of_ngc_images(image: str, driver: tuple[int, ...]
         "nvcr.io/nvidia/tritonserver:25.10-vllm-python-py3",  # variants are built on another CUDA
         "nvcr.io/nvidia/tritonserver:24.10-trtllm-python-py3",
         "nvidia/cuda:12.4.0-base-ubuntu22.04-sdk",
-        "nvcr.io/nvidia/pytorch:23.10-py3",  # release not confirmed: no guess
+        "nvcr.io/nvidia/pytorch:23.02-py3",  # no statement for NGC 23.02 at all: no guess
+        "nvcr.io/nvidia/pytorch:23.10-igpu",  # a variant tag, not inferred
         "nvcr.io/nvidia/tensorflow:24.10-tf2-py3",
     ],
 )

@@ -230,14 +230,52 @@ def test_explain_image_json_and_unknown(capsys: pytest.CaptureFixture[str], tmp_
     cluster.write_text(yaml.safe_dump(_node("x", "535.129.03", "NVIDIA-L4")))
     assert _run_cli("nvcr.io/nvidia/tritonserver:24.10-py3", "--cluster", str(cluster), "--format", "json") == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["cuda"] == "12.6.2" and report["source"] == "NGC tritonserver 24.10 release notes"
-    assert report["nodeGroups"] == [
-        {"nodes": ["x"], "product": "NVIDIA-L4", "driver": "535.129.03", "nativeCuda": "12.2",
-         "mode": "minor-version compatibility"}
-    ]
+    assert report == {
+        "image": "nvcr.io/nvidia/tritonserver:24.10-py3",
+        "cuda": {"version": "12.6.2", "source": "NGC tritonserver 24.10 release notes"},
+        "requirement": None,
+        "nodes": [{"name": "x", "driver": "535.129.03", "verdict": "minor-version"}],
+    }
     assert _run_cli("nvidia/cuda:latest", "--format", "json") == 0
     unknown = json.loads(capsys.readouterr().out)
-    assert unknown["cuda"] is None and unknown["nodeGroups"] is None
+    assert unknown == {"image": "nvidia/cuda:latest", "cuda": None, "requirement": None, "nodes": []}
+
+
+def test_explain_image_with_an_image_config(capsys: pytest.CaptureFixture[str]) -> None:
+    from policies.images import ImageConfig
+    from tests.policies.cuda.test_require import nvidia_cuda_requirement
+
+    requirement = nvidia_cuda_requirement("12.8", [470, 535, 550, 560, 565])
+    config = ImageConfig(env=(("CUDA_VERSION", "12.8.1"), ("NVIDIA_REQUIRE_CUDA", requirement)),
+                         source="registry example.com, sha256:abcd")
+    parser = argparse.ArgumentParser()
+    cmd_explain_image.add_arguments(parser)
+    args = parser.parse_args(["example.com/app:1", "--cluster", "sample", "--format", "json"])
+    assert cmd_explain_image.run(args, config) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["cuda"] == {"version": "12.8.1",
+                              "source": "image config CUDA_VERSION=12.8.1 (registry example.com, sha256:abcd)"}
+    assert report["requirement"] == requirement
+    verdicts = {n["name"]: n["verdict"] for n in report["nodes"]}
+    assert verdicts["t4-pool-1"] == "forward" and verdicts["h100-pool-1"] == "minor-version"
+    args = parser.parse_args(["example.com/app:1", "--cluster", "sample"])
+    assert cmd_explain_image.run(args, config) == 0
+    text = capsys.readouterr().out
+    assert f"runtime requirement: NVIDIA_REQUIRE_CUDA={requirement} (image config)" in text
+    assert "forward compatibility (data-center GPUs): the driver branches its NVIDIA_REQUIRE_CUDA lists" in text
+
+
+def test_explain_image_plain_and_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert _run_cli("ubuntu:22.04") == 0
+    assert "CUDA: none — the image carries no CUDA" in capsys.readouterr().out
+    from policies.cuda.explain import explain_image, render_text
+    from policies.images import ImageConfig
+
+    facts = ClusterFacts.from_objects([_node("r525", "525.147.05", "NVIDIA-A100-SXM4-80GB")])
+    config = ImageConfig(env=(("CUDA_VERSION", "12.8.1"), ("NVIDIA_REQUIRE_CUDA", "cuda>=12.8")))
+    report = explain_image("example.com/app:1", facts, config)
+    assert report.to_json()["nodes"] == [{"name": "r525", "driver": "525.147.05", "verdict": "incompatible"}]
+    assert "incompatible — the NVIDIA runtime refuses it: unsatisfied condition: cuda>=12.8" in render_text(report)
 
 
 def test_explain_image_bad_cluster_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -7,7 +7,10 @@ Layout per rule:
   good.yaml    documents on which the rule reports nothing;
   fixed.yaml   (fixable rules) the bad documents after the rule's fix, in the same order;
   cluster.yaml (optional) facts to use instead of examples/cluster.yaml;
-  config.yaml  (optional) a gpuguard config (rule options).
+  config.yaml  (optional) a gpuguard config (rule options);
+  images.yaml  (optional) image facts, as a registry lookup would give them: a mapping from image
+               reference to {env: ["NAME=value", ...], source: "..."} or {status: pending|failed,
+               detail: "..."}.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import yaml
 
 from policies import ClusterFacts, evaluate, load_config
 from policies.config import Config
+from policies.images import ImageConfig, ImageLookup
 from policies.registry import RULES
 from tests.support.paths import EXAMPLES, FIXTURES
 
@@ -61,6 +65,29 @@ def _setup(rule_dir: Path) -> tuple[Config, ClusterFacts]:
     return config, facts
 
 
+class FixtureImageFacts:
+    def __init__(self, known: dict[str, ImageLookup]) -> None:
+        self.known = known
+
+    def lookup(self, image: str, arch: str) -> ImageLookup | None:
+        return self.known.get(image)
+
+
+def _images(rule_dir: Path) -> FixtureImageFacts | None:
+    path = rule_dir / "images.yaml"
+    if not path.exists():
+        return None
+    known: dict[str, ImageLookup] = {}
+    for image, entry in yaml.safe_load(path.read_text()).items():
+        if "env" in entry:
+            env = tuple(tuple(item.split("=", 1)) for item in entry["env"])
+            config = ImageConfig(env=env, source=entry.get("source", ""))  # type: ignore[arg-type]
+            known[image] = ImageLookup("found", config)
+        else:
+            known[image] = ImageLookup(entry["status"], detail=entry.get("detail", ""))
+    return FixtureImageFacts(known)
+
+
 def _cases(name: str) -> list[Any]:
     cases = []
     for rule_id in RULES:
@@ -86,7 +113,7 @@ def test_bad_fixture_reports_exactly(rule_id: str, chunk: str, doc: Any) -> None
     config, facts = _setup(RULE_FIXTURES / rule_id)
     expected, severity = _expected(chunk)
     assert expected, "bad fixture document without `# expect:` line"
-    findings = [f for f in evaluate(doc, config, facts).findings if f.rule == rule_id]
+    findings = [f for f in evaluate(doc, config, facts, _images(RULE_FIXTURES / rule_id)).findings if f.rule == rule_id]
     assert {f.path for f in findings} == expected
     for f in findings:
         assert f.message and f.remediation
@@ -97,7 +124,7 @@ def test_bad_fixture_reports_exactly(rule_id: str, chunk: str, doc: Any) -> None
 @pytest.mark.parametrize(("rule_id", "chunk", "doc"), _cases("good.yaml"))
 def test_good_fixture_is_clean(rule_id: str, chunk: str, doc: Any) -> None:
     config, facts = _setup(RULE_FIXTURES / rule_id)
-    findings = [f for f in evaluate(doc, config, facts).findings if f.rule == rule_id]
+    findings = [f for f in evaluate(doc, config, facts, _images(RULE_FIXTURES / rule_id)).findings if f.rule == rule_id]
     assert findings == []
 
 
@@ -109,12 +136,13 @@ def _fixable_rules() -> list[str]:
 def test_fix_matches_fixed_fixture_and_is_idempotent(rule_id: str) -> None:
     rule_dir = RULE_FIXTURES / rule_id
     config, facts = _setup(rule_dir)
+    images = _images(rule_dir)
     bad = [doc for _, doc in _chunks(rule_dir / "bad.yaml")]
     fixed = [doc for _, doc in _chunks(rule_dir / "fixed.yaml")]
     assert len(bad) == len(fixed)
     for before, after in zip(bad, fixed, strict=True):
-        ops = [op.to_dict() for op in evaluate(before, config, facts).patch([rule_id])]
+        ops = [op.to_dict() for op in evaluate(before, config, facts, images).patch([rule_id])]
         patched = jsonpatch.apply_patch(before, ops)
         assert patched == after
-        again = evaluate(patched, config, facts)
+        again = evaluate(patched, config, facts, images)
         assert again.patch([rule_id]) == []

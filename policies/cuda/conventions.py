@@ -1,0 +1,232 @@
+"""Offline knowledge: what an image's name says about the CUDA it carries.
+
+Each convention is sourced in ``policies/data/image_conventions.json`` (cited here by id) and the
+per-release tables in ``policies/data``.  ``offline_cuda`` answers one of
+
+* ``cuda`` — the name determines the CUDA version (with where that came from);
+* ``no-cuda`` — a plain OS/language image: no CUDA in the image, so no driver requirement;
+* ``unknown`` — anything else (``latest``, dates, SHAs, product versions, unknown repositories):
+  never guessed.
+
+Conventions, in the order they are tried:
+
+* ``nvidia-cuda``, ``pytorch``, ``ngc-framework`` — see ``policies.cuda.image``;
+* ``ngc-same-month`` — ``nvcr.io/nvidia/pytorch:YY.MM`` without notes of its own: the CUDA of the
+  NGC YY.MM release, labelled as an inference;
+* ``k8s-cuda-sample`` — ``nvcr.io/nvidia/k8s/cuda-sample:<sample>-cuda<X.Y.Z>[-<os>]``;
+* ``vllm`` — ``vllm/vllm-openai:v<version>`` (per architecture);
+* ``tensorflow`` — ``tensorflow/tensorflow:<version>-gpu[-jupyter]``;
+* ``ray-cu`` — ``rayproject/{ray,ray-ml,ray-llm}:…-cuXY[-<arch>]`` (``-gpu`` and ray-ml's bare tags
+  alias a per-release default platform that is not known for every release: not resolved);
+* ``paddle``, ``paddle-dev`` — ``paddlepaddle/paddle:…-cudaX.Y-…`` and ``:cudaXYZ-dev``;
+* ``gcp-hf-dlc`` — Google Cloud's Hugging Face DLCs ``huggingface-<product>-cuXYZ.<version>…``;
+* ``plain-os`` — Docker Official Images of operating systems and Python: ``no-cuda``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from policies.cuda.image import ImageCuda, ImageRef, cuda_from_image, parse_image
+from policies.cuda.tables import tables
+from policies.cuda.versions import format_version, parse_version
+
+OfflineStatus = Literal["cuda", "no-cuda", "unknown"]
+
+_DOCKER_HUB = ("docker.io", "index.docker.io", "registry-1.docker.io")
+_NGC_TAG = re.compile(r"^(?P<release>\d{2}\.\d{2})(?:-py3)?$")
+_SAMPLE_TAG = re.compile(r"^[a-z0-9][a-z0-9_.]*-cuda(?P<version>\d+\.\d+\.\d+)(?:-[a-z]+\d+(?:\.\d+)?)?$")
+_VLLM_TAG = re.compile(r"^v(?P<version>\d+(?:\.\d+)+(?:\.post\d+)?)$")
+_TF_TAG = re.compile(r"^(?P<version>\d+\.\d+\.\d+)-gpu(?:-jupyter)?$")
+_RAY_CU = re.compile(r"^cu(?P<major>1\d)(?P<minor>\d)$")
+_PADDLE_CUDA = re.compile(r"(?:^|-)cuda(?P<version>\d+\.\d+)(?:-|$)")
+_PADDLE_DEV = re.compile(r"^cuda(?P<major>1\d)(?P<minor>\d)-dev$")
+_DLC_NAME = re.compile(r"^huggingface-[a-z0-9-]+?-cu(?P<major>1\d)(?P<minor>\d)\.\d")
+_DLC_TGI_CU124_FROM = (12, 4)
+
+
+@dataclass(frozen=True, slots=True)
+class Offline:
+    status: OfflineStatus
+    cuda: ImageCuda | None = None
+    source: str = ""  # why: for "no-cuda" the reason, for "cuda" the same as cuda.source
+    convention: str = ""  # the id in image_conventions.json
+    caveat: str = ""  # a known way the image's own NVIDIA_REQUIRE_CUDA understates the need
+
+
+UNKNOWN = Offline("unknown")
+
+
+def _found(version: tuple[int, ...] | None, source: str, convention: str, caveat: str = "") -> Offline:
+    if version is None:
+        return UNKNOWN
+    return Offline("cuda", ImageCuda(version, source), source, convention, caveat)
+
+
+def _on_docker_hub(ref: ImageRef) -> bool:
+    return ref.registry in _DOCKER_HUB
+
+
+def _ngc_same_month(ref: ImageRef) -> Offline | None:
+    tb = tables()
+    for framework in sorted(tb.ngc_infer_for):
+        if not (ref.registry == "nvcr.io" and ref.repository == f"nvidia/{framework}"):
+            continue
+        m = _NGC_TAG.match(ref.tag or "")
+        row = tb.ngc_releases.get(m.group("release")) if m else None
+        if row is None:
+            return UNKNOWN
+        release = m.group("release") if m else ""
+        source = (
+            f"NGC {release} release, a same-month NGC release inference for {framework} "
+            f"(NGC {release} framework containers are built on CUDA {format_version(row.cuda)}: "
+            f"{row.source.split(';', 1)[0]})"
+        )
+        return _found(row.cuda, source, "ngc-same-month")
+    return None
+
+
+def _k8s_sample(ref: ImageRef) -> Offline | None:
+    if not (ref.registry == "nvcr.io" and ref.repository == "nvidia/k8s/cuda-sample"):
+        return None
+    m = _SAMPLE_TAG.match(ref.tag or "")
+    if m is None:
+        return UNKNOWN
+    version = m.group("version")
+    return _found(
+        parse_version(version),
+        f"cuda-sample tag convention (NVIDIA/k8s-samples: <sample>-cuda{version} is built FROM nvidia/cuda:{version})",
+        "k8s-cuda-sample",
+    )
+
+
+def _vllm(ref: ImageRef, arch: str) -> Offline | None:
+    if not (_on_docker_hub(ref) and ref.repository == "vllm/vllm-openai"):
+        return None
+    m = _VLLM_TAG.match(ref.tag or "")
+    rows = tables().vllm.get(m.group("version")) if m else None
+    row = rows.get(arch) if rows else None
+    if row is None:
+        return UNKNOWN
+    cuda = format_version(row.cuda)
+    return _found(
+        row.cuda,
+        f"vLLM {ref.tag} release image for {arch} (its release pipeline builds it FROM nvidia/cuda:{cuda})",
+        "vllm",
+    )
+
+
+def _tensorflow(ref: ImageRef) -> Offline | None:
+    if not (_on_docker_hub(ref) and ref.repository == "tensorflow/tensorflow"):
+        return None
+    m = _TF_TAG.match(ref.tag or "")
+    row = tables().tensorflow.get(m.group("version")) if m else None
+    if row is None or m is None:
+        return UNKNOWN
+    return _found(
+        row.cuda,
+        f"TensorFlow {m.group('version')} tested build configuration (CUDA {format_version(row.cuda)})",
+        "tensorflow",
+    )
+
+
+def _ray(ref: ImageRef) -> Offline | None:
+    if not (_on_docker_hub(ref) and ref.repository in ("rayproject/ray", "rayproject/ray-ml", "rayproject/ray-llm")):
+        return None
+    for token in (ref.tag or "").split("-"):
+        m = _RAY_CU.match(token)
+        if m:
+            return _found(
+                (int(m.group("major")), int(m.group("minor"))),
+                f"Ray image tag -{token} (Ray's -cuXY platform tag: an NVIDIA CUDA {m.group('major')}."
+                f"{m.group('minor')} base image)",
+                "ray-cu",
+            )
+    return UNKNOWN
+
+
+def _paddle(ref: ImageRef) -> Offline | None:
+    if not ref.path_endswith("paddlepaddle/paddle"):
+        return None
+    tag = ref.tag or ""
+    m = _PADDLE_CUDA.search(tag)
+    if m:
+        return _found(
+            parse_version(m.group("version")),
+            f"PaddlePaddle image tag -cuda{m.group('version')} (PaddlePaddle's docker image list)",
+            "paddle",
+        )
+    d = _PADDLE_DEV.match(tag)
+    if d:
+        return _found(
+            (int(d.group("major")), int(d.group("minor"))),
+            f"PaddlePaddle image tag {tag} (PaddlePaddle's docker image list)",
+            "paddle-dev",
+        )
+    return UNKNOWN
+
+
+def _gcp_dlc(ref: ImageRef) -> Offline | None:
+    if not (ref.registry.endswith("-docker.pkg.dev") and ref.repository.startswith("deeplearning-platform-release/")):
+        return None
+    name = ref.repository.rsplit("/", 1)[-1]
+    m = _DLC_NAME.match(name)
+    if m is None:
+        return UNKNOWN
+    version = (int(m.group("major")), int(m.group("minor")))
+    caveat = ""
+    if name.startswith("huggingface-text-generation-inference-") and version >= _DLC_TGI_CU124_FROM:
+        caveat = (
+            "this TGI image builds PyTorch and its kernels on CUDA 12.4 but its final stage is "
+            "nvidia/cuda:12.1.0-base, so its own NVIDIA_REQUIRE_CUDA (cuda>=12.1) understates the need"
+        )
+    return _found(
+        version,
+        f"Google Cloud Hugging Face DLC name -cu{m.group('major')}{m.group('minor')} "
+        f"(huggingface/Google-Cloud-Containers: built on CUDA {version[0]}.{version[1]})",
+        "gcp-hf-dlc",
+        caveat,
+    )
+
+
+def _plain(ref: ImageRef) -> Offline | None:
+    if not _on_docker_hub(ref) or not ref.repository.startswith("library/"):
+        return None
+    name = ref.repository[len("library/") :]
+    if name in tables().plain:
+        return Offline(
+            "no-cuda",
+            source=f"Docker Official Image {name}: an OS/language base image without CUDA",
+            convention="plain-os",
+        )
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def offline_cuda(reference: str, arch: str = "amd64") -> Offline:
+    """What the image reference alone says, for linux/``arch``."""
+    known = cuda_from_image(reference)
+    if known is not None:
+        convention = {"nvidia/cuda image tag": "nvidia-cuda", "pytorch/pytorch image tag": "pytorch"}.get(
+            known.source, "ngc-framework"
+        )
+        return Offline("cuda", known, known.source, convention)
+    ref = parse_image(reference)
+    if ref is None:
+        return UNKNOWN
+    for attempt in (
+        _ngc_same_month(ref),
+        _k8s_sample(ref),
+        _vllm(ref, arch),
+        _tensorflow(ref),
+        _ray(ref),
+        _paddle(ref),
+        _gcp_dlc(ref),
+        _plain(ref),
+    ):
+        if attempt is not None:
+            return attempt
+    return UNKNOWN

@@ -1,0 +1,116 @@
+"""Image names whose CUDA a sourced convention determines — and the many that it does not."""
+
+from __future__ import annotations
+
+import pytest
+
+from policies.cuda.conventions import offline_cuda
+
+
+@pytest.mark.parametrize(
+    ("image", "cuda"),
+    [
+        ("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", (12, 5, 0)),
+        ("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04", (12, 5, 0)),
+        ("nvcr.io/nvidia/k8s/cuda-sample:nbody-cuda11.7.1-ubuntu18.04", (11, 7, 1)),
+        ("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda11.7.1-ubi8", (11, 7, 1)),
+        ("vllm/vllm-openai:v0.10.0", (12, 8, 1)),
+        ("docker.io/vllm/vllm-openai:v0.8.5", (12, 4, 0)),  # the release pipeline overrides the 12.4.1 default
+        ("vllm/vllm-openai:v0.7.3", (12, 1, 0)),
+        ("vllm/vllm-openai:v0.20.0", (13, 0, 2)),
+        ("tensorflow/tensorflow:2.13.0-gpu-jupyter", (11, 8)),
+        ("tensorflow/tensorflow:2.16.1-gpu", (12, 3)),
+        ("tensorflow/tensorflow:1.15.0-gpu", (10, 0)),
+        ("rayproject/ray-llm:2.52.0-py311-cu128", (12, 8)),
+        ("rayproject/ray:2.9.0-py310-cu118", (11, 8)),
+        ("rayproject/ray:2.40.0-extra-py311-cu121-aarch64", (12, 1)),
+        ("registry.baidubce.com/paddlepaddle/paddle:2.4.0rc0-gpu-cuda11.2-cudnn8.1-trt8.0", (11, 2)),
+        ("ccr-2vdh3abv-pub.cnc.bj.baidubce.com/paddlepaddle/paddle:latest-dev-cuda12.3-cudnn9.0-trt8.6-gcc12.2", (12, 3)),
+        ("paddlepaddle/paddle:cuda129-dev", (12, 9)),
+        ("us-docker.pkg.dev/deeplearning-platform-release/gcr.io/huggingface-text-generation-inference-cu121.2-1.ubuntu2204.py310",
+         (12, 1)),
+        ("us-docker.pkg.dev/deeplearning-platform-release/gcr.io/huggingface-pytorch-training-cu121.2-3.transformers.4-42.ubuntu2204.py310",
+         (12, 1)),
+        ("nvcr.io/nvidia/pytorch:24.05-py3", (12, 4, 1)),
+        ("nvcr.io/nvidia/pytorch:25.03-py3", (12, 8, 1)),
+        ("nvcr.io/nvidia/pytorch:25.12-py3", (13, 1, 0)),  # its own release notes, not an inference
+    ],
+)
+def test_sourced_conventions_resolve(image: str, cuda: tuple[int, ...]) -> None:
+    found = offline_cuda(image)
+    assert found.status == "cuda" and found.cuda is not None
+    assert found.cuda.version == cuda
+    assert found.source
+
+
+def test_inferences_are_labelled() -> None:
+    inferred = offline_cuda("nvcr.io/nvidia/pytorch:24.05-py3")
+    assert "same-month NGC release inference" in inferred.source
+    own = offline_cuda("nvcr.io/nvidia/pytorch:25.12-py3")
+    assert own.source == "NGC pytorch 25.12 release notes"
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "ubuntu",
+        "ubuntu:18.04",
+        "docker.io/library/debian:bookworm-slim",
+        "alpine@sha256:" + "0" * 64,
+        "busybox:1.36",
+        "python:3.12-slim",
+    ],
+)
+def test_plain_official_images_need_no_cuda(image: str) -> None:
+    found = offline_cuda(image)
+    assert found.status == "no-cuda" and found.cuda is None and "without CUDA" in found.source
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "vllm/vllm-openai:latest",  # mutable
+        "vllm/vllm-openai:v0.5.4",  # its sdist has no Dockerfile: not read
+        "vllm/vllm-openai:v99.0.0",
+        "lmcache/vllm-openai:2025-05-05-v1",  # another repository
+        "tensorflow/tensorflow:2.13.1-gpu",  # patch releases are not in the tested-configurations table
+        "tensorflow/tensorflow:2.13.0",  # CPU image
+        "tensorflow/tensorflow:latest-gpu",
+        "rayproject/ray:2.37.0-gpu",  # alias of a per-release default platform: not known for every release
+        "rayproject/ray-ml:2.46.0.0e19ea-py39",
+        "rayproject/ray-ml:2.46.0.0e19ea-py39-gpu",
+        "rayproject/ray:2.37.0",
+        "quay.io/rayproject/ray:2.9.0-py310-cu118",  # not the published repository
+        "nvcr.io/nvidia/k8s/cuda-sample:vectoradd",
+        "ghcr.io/nvidia/k8s-samples:nbody-v0.7-8d103163",  # git SHA tags
+        "nvcr.io/nvidia/pytorch:23.02-py3",  # no statement for 23.02
+        "nvcr.io/nvidia/pytorch:24.05-py3-igpu",
+        "nvcr.io/nvidia/nemo:24.05",  # NeMo 24.05 is built on PyTorch 24.02: never inferred
+        "nvcr.io/nvidia/clara/bionemo-framework:1.7",
+        "nvcr.io/nim/meta/llama-3.1-8b-instruct:1.1.0",
+        "paddlepaddle/paddle:2.6.0",
+        "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/base-cu121.py310",
+        "ghcr.io/kyverno/test-busybox:1.35",  # not the official image
+        "registry.example.com/library/ubuntu:22.04",  # another registry's copy: unknown
+        "rocm/pytorch:latest",
+        "$IMAGE_URL",
+        "",
+    ],
+)
+def test_names_without_a_sourced_convention_are_unknown(image: str) -> None:
+    assert offline_cuda(image).status == "unknown"
+
+
+def test_vllm_is_per_architecture() -> None:
+    amd64 = offline_cuda("vllm/vllm-openai:v0.11.0", "amd64")
+    arm64 = offline_cuda("vllm/vllm-openai:v0.11.0", "arm64")
+    assert amd64.cuda is not None and amd64.cuda.version == (12, 8, 1)
+    assert arm64.cuda is not None and arm64.cuda.version == (12, 9, 1)
+    assert offline_cuda("vllm/vllm-openai:v0.10.0", "arm64").status == "unknown"  # no arm64 release image
+
+
+def test_tgi_dlc_on_cuda_12_4_carries_the_understatement_caveat() -> None:
+    name = "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/huggingface-text-generation-inference-cu124.2-4.ubuntu2204.py311"
+    assert "nvidia/cuda:12.1.0-base" in offline_cuda(name).caveat
+    older = name.replace("cu124.2-4", "cu121.2-2")
+    assert offline_cuda(older).caveat == ""

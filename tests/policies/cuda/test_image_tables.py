@@ -1,0 +1,198 @@
+"""The image-name tables: shape, provenance, order, and rows checked against the cited text.
+
+Where the cited text is in shared/reference (cuda-images.md), rows are compared with it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+from typing import Any
+
+import pytest
+
+from policies.cuda import conventions
+from policies.cuda.knowledge import knowledge
+from policies.cuda.tables import TABLE_FILES, tables
+from policies.cuda.versions import major_minor, parse_version
+from tests.support.paths import REFERENCE, requires_shared
+
+REQUIRED_KEYS = {
+    "image_conventions.json": {"id", "convention", "source"},
+    "ngc_releases.json": {"release", "cuda", "pytorchStated", "source"},
+    "tensorflow_cuda.json": {"version", "cuda", "source"},
+    "vllm_cuda.json": {"version", "cuda", "source"},
+    "plain_images.json": {"name", "source"},
+}
+
+
+def _version_key(text: str) -> list[int]:
+    return [int(x) for x in re.split(r"\.|post", text) if x]
+
+
+ORDER_KEYS: dict[str, Any] = {
+    "image_conventions.json": lambda r: r["id"],
+    "ngc_releases.json": lambda r: r["release"],
+    "tensorflow_cuda.json": lambda r: _version_key(r["version"]),
+    "vllm_cuda.json": lambda r: _version_key(r["version"]),
+    "plain_images.json": lambda r: r["name"],
+}
+
+
+def _doc(name: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(resources.files("policies").joinpath("data", name).read_text())
+    return doc
+
+
+@pytest.mark.parametrize("name", TABLE_FILES)
+def test_every_row_has_a_source_and_the_expected_keys(name: str) -> None:
+    doc = _doc(name)
+    assert isinstance(doc["description"], str) and doc["description"]
+    assert doc["rows"]
+    for row in doc["rows"]:
+        assert set(row) == REQUIRED_KEYS[name], row
+        assert isinstance(row["source"], str) and len(row["source"]) > 20, row
+
+
+@pytest.mark.parametrize("name", TABLE_FILES)
+def test_rows_strictly_ordered(name: str) -> None:
+    keys = [ORDER_KEYS[name](r) for r in _doc(name)["rows"]]
+    assert keys == sorted(keys) and len({repr(k) for k in keys}) == len(keys)
+
+
+@pytest.mark.parametrize(
+    ("image", "convention"),
+    [
+        ("nvidia/cuda:12.4.1-base-ubuntu22.04", "nvidia-cuda"),
+        ("nvcr.io/nvidia/tritonserver:24.10-py3", "ngc-framework"),
+        ("nvcr.io/nvidia/pytorch:24.05-py3", "ngc-same-month"),
+        ("pytorch/pytorch:2.2.0-cuda12.1-cudnn8-runtime", "pytorch"),
+        ("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", "k8s-cuda-sample"),
+        ("vllm/vllm-openai:v0.10.0", "vllm"),
+        ("tensorflow/tensorflow:2.13.0-gpu", "tensorflow"),
+        ("rayproject/ray-llm:2.52.0-py311-cu128", "ray-cu"),
+        ("paddlepaddle/paddle:3.0.0b2-gpu-cuda11.8-cudnn8.6-trt8.5", "paddle"),
+        ("paddlepaddle/paddle:cuda126-dev", "paddle-dev"),
+        ("us-docker.pkg.dev/deeplearning-platform-release/gcr.io/huggingface-text-embeddings-inference-cu122.1-6.ubuntu2204",
+         "gcp-hf-dlc"),
+        ("python:3.12-slim", "plain-os"),
+    ],
+)
+def test_every_convention_applied_is_sourced(image: str, convention: str) -> None:
+    found = conventions.offline_cuda(image)
+    assert found.convention == convention
+    assert convention in tables().conventions
+
+
+def test_conventions_cited_in_the_module_are_in_the_table() -> None:
+    cited = set(re.findall(r"``([a-z0-9]+(?:-[a-z0-9]+)+)``", conventions.__doc__ or "")) - {"no-cuda"}
+    assert cited and cited <= set(tables().conventions), cited - set(tables().conventions)
+
+
+def test_versions_resolve_to_known_toolkits() -> None:
+    kb, tb = knowledge(), tables()
+    rows = [*tb.ngc_releases.values(), *tb.tensorflow.values()]
+    rows += [row for per_arch in tb.vllm.values() for row in per_arch.values()]
+    for row in rows:
+        assert kb.toolkit(row.cuda) is not None, row
+
+
+def test_vllm_rows_name_their_release_files_and_sdist_digest() -> None:
+    for row in _doc("vllm_cuda.json")["rows"]:
+        assert row["source"].startswith(f"vllm-project/vllm v{row['version']}: .buildkite/release-pipeline.yaml")
+        assert re.search(r"sha256:[0-9a-f]{64}$", row["source"]), row
+        for arch, cuda in row["cuda"].items():
+            assert arch in ("amd64", "arm64")
+            assert f"{arch} --build-arg CUDA_VERSION={cuda}" in row["source"] or f"ARG CUDA_VERSION={cuda}" in row["source"]
+
+
+def test_tensorflow_rows_quote_their_table_line() -> None:
+    for row in _doc("tensorflow_cuda.json")["rows"]:
+        line = re.search(r"<tr><td>tensorflow(?:_gpu)?-([0-9.]+)</td>.*<td>([0-9.]+)</td></tr>$", row["source"])
+        assert line is not None and line.groups() == (row["version"], row["cuda"]), row
+
+
+# --- rows checked against shared/reference/cuda-images.md ----------------------------------------
+
+
+def _reference() -> str:
+    return (REFERENCE / "cuda-images.md").read_text()
+
+
+def _months(cell: str) -> list[str]:
+    parts = [p.strip() for p in re.split(r"/|–", cell)]
+    if "–" in cell:
+        start, end = parts
+        (y, m), (y2, m2) = (map(int, start.split(".")), map(int, end.split(".")))
+        out = []
+        while (y, m) <= (y2, m2):
+            out.append(f"{y:02d}.{m:02d}")
+            y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+        return out
+    return parts
+
+
+def _cuda_cell(cell: str) -> str | None:
+    m = re.match(r"^(\d+\.\d+(?:\.\d+)?)( Update 1)?( Preview)?$", cell.strip())
+    if m is None:
+        return None
+    if m.group(2) and not m.group(3):
+        return m.group(1) + ".1"
+    return m.group(1)
+
+
+@requires_shared(REFERENCE)
+def test_ngc_month_rows_match_the_reference_table() -> None:
+    section = _reference().split("## 3.", 1)[1].split("## 4.", 1)[0]
+    stated: dict[str, str] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or not re.match(r"^\d{2}\.\d{2}", cells[0]):
+            continue
+        cuda = _cuda_cell(cells[1])
+        if cuda is not None:
+            for month in _months(cells[0]):
+                stated[month] = cuda
+    ours = {r["release"]: r["cuda"] for r in _doc("ngc_releases.json")["rows"]}
+    assert ours == stated
+
+
+@requires_shared(REFERENCE)
+def test_forward_compat_rows_match_the_reference_corrections() -> None:
+    section = _reference().split("## 4.", 1)[1].split("## 5.", 1)[0]
+    forward = knowledge().forward
+    assert "it is\n  [470, 525]" in section or "[470, 525]" in section
+    assert forward[(12, 1)] == ((470,), (525,))
+    missing = section.split("Missing rows", 1)[1].split("\n- ", 1)[0]
+    for versions, branches in re.findall(r"((?:\d+\.\d+(?:, )?)+) → \[([\d, ]+)\]", missing):
+        for version in versions.split(", "):
+            key = major_minor(parse_version(version) or ())
+            assert forward[key] == tuple((int(b),) for b in branches.split(", ")), version
+
+
+@requires_shared(REFERENCE)
+def test_triton_rows_fixed_per_the_reference() -> None:
+    section = _reference().split("## 4.", 1)[1].split("## 5.", 1)[0]
+    assert "docs/introduction/release_notes.md` @d3ee577e4" in section
+    ngc = knowledge().ngc
+    assert ngc[("tritonserver", "25.01")].datacenter_drivers == ()
+    assert "release_notes.md @d3ee577e4" in ngc[("tritonserver", "25.01")].source
+    assert ngc[("tritonserver", "24.07")].datacenter_drivers == ()
+    assert "12.4.0.41" in section and ngc[("tritonserver", "24.03")].cuda == (12, 4, 0)
+
+
+@requires_shared(REFERENCE)
+def test_convention_examples_in_the_reference_resolve_as_stated() -> None:
+    section = _reference().split("## 5.", 1)[1]
+    tf = re.search(r"e\.g\.\s+(\d+\.\d+\.\d+) → CUDA (\d+\.\d+)", section)
+    assert tf is not None
+    assert tables().tensorflow[tf.group(1)].cuda == parse_version(tf.group(2))
+    vllm = re.search(r"e\.g\.\s+v(\d+\.\d+\.\d+) → (\d+\.\d+\.\d+)", section)
+    assert vllm is not None
+    assert tables().vllm[vllm.group(1)]["amd64"].cuda == parse_version(vllm.group(2))
+    ray = dict(re.findall(r"(cu1\d\d) = (\d+\.\d+)\.x", section))
+    assert ray == {"cu128": "12.8", "cu121": "12.1", "cu118": "11.8"}
+    for tag, cuda in ray.items():
+        found = conventions.offline_cuda(f"rayproject/ray:2.40.0-py310-{tag}")
+        assert found.cuda is not None and found.cuda.version == parse_version(cuda)

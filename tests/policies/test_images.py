@@ -1,0 +1,110 @@
+"""Image facts: the interface the faces fill, the images they prefetch, and the rule-result memo."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from policies import ClusterFacts, evaluate, load_config
+from policies.image_uses import ImageUse, images_in
+from policies.images import (
+    ImageConfig,
+    ImageLookup,
+    NoImageFacts,
+    lookup_archs,
+    lookup_key,
+    node_arch,
+)
+from tests.policies.cuda.test_require import nvidia_cuda_requirement
+from tests.support.paths import EXAMPLES
+
+RULE = "gpu-cuda-driver-mismatch"
+
+
+class DictImageFacts:
+    """An ImageFacts over a dict, as a face's cache view would be; counts its lookups."""
+
+    def __init__(self, known: dict[str, ImageLookup]) -> None:
+        self.known = known
+        self.calls: list[tuple[str, str]] = []
+
+    def lookup(self, image: str, arch: str) -> ImageLookup | None:
+        self.calls.append((image, arch))
+        return self.known.get(image)
+
+
+def _deployment(*containers: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "ml", **meta},
+        "spec": {"template": {"spec": {"tolerations": [{"operator": "Exists"}], "containers": list(containers)}}},
+    }
+
+
+def _gpu(name: str, image: Any, gpus: int = 1, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "image": image, "resources": {"limits": {"nvidia.com/gpu": gpus}}, **extra}
+
+
+def test_images_in_lists_the_gpu_containers_the_rule_judges() -> None:
+    obj = _deployment(_gpu("a", "nvidia/cuda:12.4.1-base-ubuntu22.04"), {"name": "sidecar", "image": "busybox"},
+                      _gpu("zero", "ubuntu", gpus=0), _gpu("b", "example.com/app:1"), _gpu("noimage", None))
+    assert images_in(obj) == (
+        ImageUse("nvidia/cuda:12.4.1-base-ubuntu22.04", "/spec/template/spec/containers/0/image", "a"),
+        ImageUse("example.com/app:1", "/spec/template/spec/containers/3/image", "b"),
+    )
+
+
+def test_images_in_skips_what_the_engine_skips() -> None:
+    obj = _deployment(_gpu("a", "example.com/app:1"))
+    assert images_in(obj, load_config({"exemptNamespaces": ["ml"]})) == ()
+    assert images_in(obj, load_config({"rules": {RULE: {"severity": "off"}}})) == ()
+    ignored = _deployment(_gpu("a", "example.com/app:1"), annotations={"gpuguard.io/ignore": RULE})
+    assert images_in(ignored) == ()
+    assert images_in({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}) == ()
+
+
+def test_archs_to_prefetch() -> None:
+    facts = ClusterFacts.from_objects(list(yaml.safe_load_all((EXAMPLES / "cluster.yaml").read_text())))
+    assert lookup_archs(facts) == ("amd64",)
+    arm = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "g", "labels": {"kubernetes.io/arch": "arm64"}}}
+    assert lookup_archs(ClusterFacts.from_objects([arm])) == ("arm64",)
+    assert lookup_archs(ClusterFacts.empty()) == ("amd64",)
+    assert node_arch({}) == "amd64" and node_arch({"kubernetes.io/arch": "arm64"}) == "arm64"
+
+
+def test_no_image_facts_is_the_default_and_knows_nothing() -> None:
+    assert NoImageFacts().lookup("ubuntu", "amd64") is None
+    assert lookup_key(NoImageFacts(), (("ubuntu", "amd64"),)) == (None,)
+
+
+def _example_facts() -> ClusterFacts:
+    return ClusterFacts.from_objects(list(yaml.safe_load_all((EXAMPLES / "cluster.yaml").read_text())))
+
+
+def test_a_result_computed_while_a_lookup_was_pending_does_not_stick() -> None:
+    facts = _example_facts()
+    obj = _deployment(_gpu("app", "example.com/app:1"))
+    config = load_config({})
+    pending = DictImageFacts({"example.com/app:1": ImageLookup("pending", detail="in flight")})
+    assert [f for f in evaluate(obj, config, facts, pending).findings if f.rule == RULE] == []
+    cuda_13 = ImageConfig(env=(("CUDA_VERSION", "13.0.2"), ("NVIDIA_REQUIRE_CUDA",
+                                                          nvidia_cuda_requirement("13.0", [535, 550, 565, 570, 575]))))
+    found = DictImageFacts({"example.com/app:1": ImageLookup("found", cuda_13)})
+    findings = [f for f in evaluate(obj, config, facts, found).findings if f.rule == RULE]
+    assert len(findings) == 1 and "needs CUDA 13.0.2 (from image config CUDA_VERSION=13.0.2" in findings[0].message
+    assert ("example.com/app:1", "amd64") in found.calls
+    # and back: the memo is keyed on what the lookup says, not on the ImageFacts object
+    again = DictImageFacts({"example.com/app:1": ImageLookup("pending")})
+    assert [f for f in evaluate(obj, config, facts, again).findings if f.rule == RULE] == []
+
+
+def test_identical_lookups_share_the_memoised_result() -> None:
+    facts = _example_facts()
+    config = load_config({})
+    obj = _deployment(_gpu("app", "nvidia/cuda:13.0.2-base-ubuntu22.04"))
+    first = evaluate(obj, config, facts, DictImageFacts({})).findings
+    second = evaluate(obj, config, facts, DictImageFacts({})).findings
+    assert first and first == second
+    assert first[0].message == evaluate(obj, config, facts).findings[0].message  # None lookups = offline
