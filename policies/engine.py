@@ -8,6 +8,7 @@ from typing import Any
 
 from policies import pointer
 from policies.config import Config, RuleSettings
+from policies.effective_facts import effective_facts
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts, NoImageFacts
 from policies.memo import TemplateAnalysis, rule_results_key
@@ -121,7 +122,7 @@ def evaluate(
     images: ImageFacts | None = None,
 ) -> Evaluation:
     config = config or Config()
-    facts = facts or ClusterFacts.empty()
+    facts = effective_facts(facts or ClusterFacts.empty(), config)
     has_facts = not facts.is_empty
     ev = Evaluation(obj=obj, config=config, facts=facts, images=images or NoImageFacts())
     meta = as_dict(obj.get("metadata"))

@@ -92,8 +92,8 @@ def check(ctx: RuleContext, diagnosis: Diagnosis) -> Iterator[Violation]:
     scope = diagnosis.taint_scope
     names = ", ".join(sorted(requests))
     per_group = "; ".join(f"{v.describe()}: {', '.join(str(t) for t in v.untolerated)}" for v in scope)
-    where = "the pod selects" if diagnosis.selected else "offering"
-    message = f"every node {where} that offers {names} has a taint the pod does not tolerate ({per_group})"
+    nodes = "every node the pod selects that offers" if diagnosis.selected else "every node that offers"
+    message = f"{nodes} {names} has a taint the pod does not tolerate ({per_group})"
     if not diagnosis.selected:
         # The selector matches no GPU node (gpu-node-selector-mismatch): which pool the pod is
         # meant for is unknown, so no tolerations are guessed.

@@ -69,7 +69,7 @@ def test_manifest_is_a_valid_kubernetes_object(doc: dict[str, Any]) -> None:
     kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
 
 
-def test_rbac_reads_only_nodes_and_runtimeclasses() -> None:
+def test_rbac_reads_only_nodes_runtimeclasses_and_nodepools() -> None:
     role = one("ClusterRole")
     granted = {
         (group, resource, verb)
@@ -80,7 +80,7 @@ def test_rbac_reads_only_nodes_and_runtimeclasses() -> None:
     }
     expected = {
         (group, resource, verb)
-        for group, resource in (("", "nodes"), ("node.k8s.io", "runtimeclasses"))
+        for group, resource in (("", "nodes"), ("node.k8s.io", "runtimeclasses"), ("karpenter.sh", "nodepools"))
         for verb in ("get", "list", "watch")
     }
     assert granted == expected
