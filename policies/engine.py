@@ -13,9 +13,10 @@ from policies.facts import ClusterFacts
 from policies.images import ImageFacts, NoImageFacts
 from policies.memo import TemplateAnalysis, rule_results_key
 from policies.patching import apply_patch, combine
+from policies.placeholders import find_placeholders, has_selector_values_unknown
 from policies.podspec import PodTemplate, extract
-from policies.registry import RULES
-from policies.rule import RuleContext
+from policies.registry import OBJECT_RULES, RULES
+from policies.rule import ObjectContext, RuleContext
 from policies.shapes import as_dict, as_list
 from policies.signals import DEVICE_ENV_NAMES, is_device_host_path
 from policies.types import Finding, PatchOp, RelOp, Severity, Violation
@@ -24,6 +25,15 @@ IGNORE_ANNOTATION = "gpuguard.io/ignore"
 
 
 MAX_FIX_ROUNDS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class UnrenderedPlaceholder:
+    """A placeholder where a quantity or a node-selector value belongs: an input error."""
+
+    path: str  # absolute JSON pointer
+    text: str
+    what: str  # "quantity" | "node selector"
 
 
 @dataclass
@@ -36,6 +46,7 @@ class Evaluation:
     exempt: bool = False
     gpu_related: bool = False
     images: ImageFacts = field(default_factory=NoImageFacts)
+    placeholders: list[UnrenderedPlaceholder] = field(default_factory=list)
 
     def blocking(self) -> list[Finding]:
         return [f for f in self.findings if f.severity is Severity.ERROR]
@@ -66,9 +77,9 @@ class Evaluation:
         return ops
 
 
-def _ignored(obj: dict[str, Any], pod: PodTemplate) -> set[str]:
+def _ignored(obj: dict[str, Any], pod: PodTemplate | None) -> set[str]:
     out: set[str] = set()
-    for meta in (obj.get("metadata"), pod.metadata):
+    for meta in (obj.get("metadata"), pod.metadata if pod is not None else None):
         if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict):
             value = meta["annotations"].get(IGNORE_ANNOTATION)
             if isinstance(value, str):
@@ -133,13 +144,20 @@ def evaluate(
         ev.exempt = True
         return ev
     skipped: set[str] = set()
-    for pod in extract(obj, config.workload_index):
+    templates = extract(obj, config.workload_index)
+    if not templates:
+        _check_object(ev, obj, config, kind, name, namespace)
+    for pod in templates:
         if not is_gpu_related(pod, config):
             continue
         ev.gpu_related = True
         ignored = _ignored(obj, pod)
         if "all" in ignored:
             continue
+        ev.placeholders.extend(
+            UnrenderedPlaceholder(pointer.join(pod.spec_pointer, p.path), p.text, p.what)
+            for p in find_placeholders(pod)
+        )
         violations, pod_skipped = _check_memoised(obj, meta, pod, config, facts, has_facts, ignored)
         skipped.update(pod_skipped)
         for rule_id, v in violations:
@@ -187,6 +205,8 @@ def _check(
 ) -> RuleResults:
     found: list[tuple[str, Violation]] = []
     skipped: set[str] = set()
+    # Node selection holding a placeholder or a run-time expression cannot be judged against nodes.
+    scheduling_known = pod.scheduling_known and not has_selector_values_unknown(pod)
     analysis = TemplateAnalysis(pod, facts, config.is_gpu)
     ctx = RuleContext(
         obj=obj, pod=pod, facts=facts, has_facts=has_facts, options={}, is_gpu=config.is_gpu, analysis=analysis
@@ -198,12 +218,43 @@ def _check(
         if module.NEEDS_FACTS == "yes" and not has_facts:
             skipped.add(rule_id)
             continue
-        if not pod.scheduling_known and module.NEEDS_SCHEDULING:
-            # Operator-built pods (TrainJob, NIMService): their selectors/tolerations are unknown.
+        if not scheduling_known and module.NEEDS_SCHEDULING:
+            # Operator-built pods (TrainJob, NIMService), inherited or unrendered selectors: unknown.
             continue
         ctx.options = settings.options
         found.extend((rule_id, v) for v in module.check(ctx))
     return tuple(found), frozenset(skipped)
+
+
+def _check_object(ev: Evaluation, obj: dict[str, Any], config: Config, kind: str, name: str, namespace: str) -> None:
+    """Object rules, for objects of kinds the extractor does not know."""
+    api_version = obj.get("apiVersion")
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
+    if (group, kind) in config.workload_index or not isinstance(api_version, str):
+        return
+    ignored = _ignored(obj, None)
+    if "all" in ignored:
+        return
+    for rule_id, module in OBJECT_RULES.items():
+        settings = config.settings(rule_id)
+        if settings.severity is None or rule_id in ignored:
+            continue
+        ctx = ObjectContext(obj=obj, is_gpu=config.is_gpu, options=settings.options)
+        for v in module.check_object(ctx):
+            ev.gpu_related = True
+            severity = settings.severity if settings.explicit or v.severity is None else v.severity
+            ev.findings.append(
+                Finding(
+                    rule=rule_id,
+                    severity=severity,
+                    message=v.message,
+                    path=pointer.join("", v.path),
+                    remediation=v.remediation or module.REMEDIATION,
+                    kind=kind,
+                    name=name,
+                    namespace=namespace,
+                )
+            )
 
 
 def _finding(

@@ -58,7 +58,7 @@ def detect_extended_resource_toleration(nodes: Iterable[NodeFacts]) -> str | Non
     for node in nodes:
         for label, platform in ERT_PLATFORM_LABELS:
             if label in node.labels:
-                return f"detected: {platform} runs the ExtendedResourceToleration admission plugin (node label {label})"
+                return f"detected: {platform} runs it (node label {label})"
     return None
 
 

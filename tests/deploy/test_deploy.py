@@ -400,6 +400,8 @@ def synthesized(workload: Workload, gpu: bool) -> list[dict[str, Any]]:
             leaf = pod_spec(container(resources=resources))
         elif location.shape == "component":
             leaf = {"image": "x", location.resources_key: resources}
+        elif location.shape == "argo":  # an Argo Workflows template running one container
+            leaf = {"name": "t", "container": {"image": "x", "resources": copy.deepcopy(resources)}}
         else:  # an embedded object: a Job inside
             leaf = obj("batch/v1", "Job", {"template": template(pod_spec(container(resources=resources)))})
         body = _fill(location.pattern, leaf, location.wildcard)
