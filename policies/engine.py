@@ -13,7 +13,7 @@ from policies.facts import ClusterFacts
 from policies.images import ImageFacts, NoImageFacts
 from policies.memo import TemplateAnalysis, rule_results_key
 from policies.patching import apply_patch, combine
-from policies.placeholders import find_placeholders, has_selector_values_unknown
+from policies.placeholders import Placeholder, find_placeholders, has_selector_values_unknown
 from policies.podspec import PodTemplate, extract
 from policies.registry import OBJECT_RULES, RULES
 from policies.rule import ObjectContext, RuleContext
@@ -154,11 +154,10 @@ def evaluate(
         ignored = _ignored(obj, pod)
         if "all" in ignored:
             continue
+        violations, pod_skipped, placeholders = _check_memoised(obj, meta, pod, config, facts, has_facts, ignored)
         ev.placeholders.extend(
-            UnrenderedPlaceholder(pointer.join(pod.spec_pointer, p.path), p.text, p.what)
-            for p in find_placeholders(pod)
+            UnrenderedPlaceholder(pointer.join(pod.spec_pointer, p.path), p.text, p.what) for p in placeholders
         )
-        violations, pod_skipped = _check_memoised(obj, meta, pod, config, facts, has_facts, ignored)
         skipped.update(pod_skipped)
         for rule_id, v in violations:
             module = RULES[rule_id]
@@ -169,7 +168,8 @@ def evaluate(
 
 
 _MEMO_MAX_SPEC = 64 * 1024  # larger specs are evaluated afresh rather than kept as memo keys
-RuleResults = tuple[tuple[tuple[str, Violation], ...], frozenset[str]]
+# (violations, rules skipped for lack of facts, unrendered placeholders) of one pod template.
+RuleResults = tuple[tuple[tuple[str, Violation], ...], frozenset[str], tuple[Placeholder, ...]]
 
 
 def _check_memoised(
@@ -223,7 +223,7 @@ def _check(
             continue
         ctx.options = settings.options
         found.extend((rule_id, v) for v in module.check(ctx))
-    return tuple(found), frozenset(skipped)
+    return tuple(found), frozenset(skipped), tuple(find_placeholders(pod))
 
 
 def _check_object(ev: Evaluation, obj: dict[str, Any], config: Config, kind: str, name: str, namespace: str) -> None:
