@@ -204,7 +204,8 @@ def _group_key(node: NodeFacts) -> tuple[Any, ...]:
 
 
 def _varying_labels(members: Iterable[NodeFacts]) -> frozenset[str]:
-    return frozenset(k for m in members for k, v in m.labels.items() if _is_per_node(m, k, v))
+    # A pool's labels are the same on every node it creates (karpenter.sh/nodepool: <its name> too).
+    return frozenset(k for m in members if m.pool is None for k, v in m.labels.items() if _is_per_node(m, k, v))
 
 
 @dataclass(frozen=True)

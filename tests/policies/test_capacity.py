@@ -255,3 +255,10 @@ def test_aks_nodes_are_detected_too() -> None:
     facts = ClusterFacts.from_objects([node])
     assert "AKS" in (facts.extended_resource_toleration_reason or "")
     assert facts_findings(gpu_pod(), facts) == []
+
+
+def test_selecting_another_nodepool_lists_what_the_pools_carry() -> None:
+    facts = facts_of(SCALE_TO_ZERO)
+    (mismatch,) = facts_findings(gpu_pod(tolerations=TOLERATE_GPU, nodeSelector={"karpenter.sh/nodepool": "gpu-x"}), facts)
+    assert mismatch.rule == "gpu-node-selector-mismatch"
+    assert "they carry karpenter.sh/nodepool=gpu on Karpenter NodePool 'gpu' (scales up on demand)" in mismatch.message
