@@ -116,8 +116,13 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"gpuguard lint: {exc}\n")
         return EXIT_ERROR
 
+    from policies.effective_facts import effective_facts
+
     inputs, missing = collect(args.paths or ["."])
     report = Report(errors=missing, fail_on=Severity.parse(args.fail_on), cluster=args.cluster)
+    seen = effective_facts(facts, config)
+    report.extended_resource_toleration = seen.extended_resource_toleration_reason
+    report.scaling_pools = [f"{pool.pool.origin} {pool.name!r}" for pool in seen.pools if pool.pool is not None]
     stdin_fixed: list[str] = []
     diff: list[str] = []
     texts: list[tuple[Input, str]] = []

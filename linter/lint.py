@@ -9,8 +9,9 @@ from typing import Any
 from gpuguard.sources.loader import Document, ParsedFile, parse_text
 from gpuguard.sources.yamlsafe import InputError
 from linter.positions import locate
+from policies import pointer
 from policies.config import Config
-from policies.engine import Evaluation, evaluate
+from policies.engine import Evaluation, UnrenderedPlaceholder, evaluate
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts
 from policies.types import Finding, PatchOp
@@ -118,6 +119,14 @@ def _objects(doc: Document, file: str, line: int) -> tuple[list[tuple[str, dict[
     return objects, errors
 
 
+def placeholder_message(placeholder: UnrenderedPlaceholder, at: str) -> str:
+    return (
+        f"unrendered placeholder {placeholder.text} where a {placeholder.what} belongs "
+        f"({pointer.to_dotted(at)}): render the "
+        "manifest first (envsubst, kustomize, helm template or your deploy tool), then lint the result"
+    )
+
+
 def objects_in(doc: Document, file: str) -> list[dict[str, Any]]:
     """The Kubernetes objects of one parsed document (what ``lint_text`` evaluates)."""
     line = doc.node.start_mark.line + 1 if doc.node is not None else 1
@@ -146,6 +155,10 @@ def lint_text(
                 continue
             result.objects.append(CheckedObject(doc, prefix, ev))
             result.skipped_rules.update(ev.skipped_rules)
+            for placeholder in ev.placeholders:
+                at = prefix + placeholder.path
+                row = locate(doc.node, at)[0] if doc.node is not None else line
+                result.errors.append(InputError(file, row, placeholder_message(placeholder, at)))
             for finding in ev.findings:
                 placed = _rebase(finding, prefix)
                 row, col = locate(doc.node, placed.path) if doc.node is not None else (line, 1)

@@ -21,6 +21,9 @@ class Report:
     fail_on: Severity = Severity.ERROR
     cluster: str | None = None
     fixed_files: list[str] = field(default_factory=list)
+    # What the cluster facts say about the cluster beyond its nodes (policies.managed, capacity).
+    extended_resource_toleration: str | None = None
+    scaling_pools: list[str] = field(default_factory=list)
 
     @property
     def findings(self) -> list[Located]:
@@ -50,6 +53,8 @@ class Report:
             "fail_on": str(self.fail_on),
             "cluster": self.cluster,
             "skipped_rules": self.skipped_rules,
+            "extended_resource_toleration": self.extended_resource_toleration,
+            "scaling_pools": list(self.scaling_pools),
         }
         if self.fixed_files:
             out["fixed_files"] = list(self.fixed_files)
@@ -61,6 +66,18 @@ class Report:
         if any(f.finding.severity >= self.fail_on for f in self.findings):
             return EXIT_FINDINGS
         return EXIT_CLEAN
+
+    def cluster_notes(self) -> list[str]:
+        notes = []
+        if self.extended_resource_toleration:
+            notes.append(
+                f"ExtendedResourceToleration {self.extended_resource_toleration}: GPU pods are taken to tolerate "
+                "NoSchedule taints keyed by the resources they request"
+            )
+        if self.scaling_pools:
+            pools = ", ".join(self.scaling_pools)
+            notes.append(f"{len(self.scaling_pools)} node pool(s) can scale up and count as nodes: {pools}")
+        return notes
 
     def skipped_note(self) -> str | None:
         if self.cluster is not None or not self.skipped_rules:

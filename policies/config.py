@@ -14,6 +14,8 @@
       - {apiVersion: example.com/v1, kind: Server, podSpec: /spec/pod}
     failureMode: allow | deny         # webhook answer when the engine itself fails
     registry: {enabled: true, ...}    # image config lookups (see policies.registry_config)
+    nodePools: [{name, labels, taints, resources, gpuProduct, driverVersion}]  # policies.declared_pools
+    extendedResourceToleration: true | false   # default: detected from the nodes (policies.managed)
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from policies import pointer
+from policies.declared_pools import PoolConfigError, parse_node_pools
+from policies.facts import NodeFacts
 from policies.podspec import Location, Shape, Workload, index_workloads
 from policies.registry import RULES
 from policies.registry_config import RegistryConfigError, RegistrySettings, parse_registry_settings
@@ -42,6 +46,8 @@ TOP_LEVEL_KEYS = (
     "podTemplatePaths",
     "failureMode",
     "registry",
+    "nodePools",
+    "extendedResourceToleration",
 )
 
 # Where GPU infrastructure runs: the NVIDIA GPU Operator (its Helm chart's documented namespace
@@ -81,6 +87,8 @@ class Config:
     extra_workloads: tuple[Workload, ...] = ()
     failure_mode: FailureMode = "allow"
     registry: RegistrySettings = field(default_factory=RegistrySettings)
+    node_pools: tuple[NodeFacts, ...] = ()
+    extended_resource_toleration: bool | None = None  # None: as detected from the nodes
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", index_workloads(self.extra_workloads))
@@ -261,6 +269,13 @@ def load_config(raw: Any) -> Config:
         registry = parse_registry_settings(raw.get("registry"))
     except RegistryConfigError as exc:
         raise ConfigError(str(exc)) from None
+    try:
+        node_pools = parse_node_pools(raw.get("nodePools"))
+    except PoolConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    ert = raw.get("extendedResourceToleration")
+    if ert is not None and not isinstance(ert, bool):
+        raise ConfigError(f"extendedResourceToleration: expected true or false, got {ert!r}")
     return Config(
         rules=rules,
         mutate=tuple(mutate_raw),
@@ -273,4 +288,6 @@ def load_config(raw: Any) -> Config:
         extra_workloads=tuple(_template_path(i, p) for i, p in enumerate(paths)),
         failure_mode=failure,
         registry=registry,
+        node_pools=node_pools,
+        extended_resource_toleration=ert,
     )

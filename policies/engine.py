@@ -10,13 +10,15 @@ from typing import Any
 from policies import pointer
 from policies.config import Config, RuleSettings
 from policies.digest import TooDeep
+from policies.effective_facts import effective_facts
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts, NoImageFacts, lookup_archs, lookup_key
 from policies.memo import ImagePairsKey, TemplateAnalysis, rule_results_key
 from policies.patching import apply_patch, combine
+from policies.placeholders import Placeholder, find_placeholders, has_selector_values_unknown
 from policies.podspec import PodTemplate, extract
-from policies.registry import RULES
-from policies.rule import RuleContext
+from policies.registry import OBJECT_RULES, RULES
+from policies.rule import ObjectContext, RuleContext
 from policies.shapes import as_dict, as_list, text
 from policies.signals import DEVICE_ENV_NAMES, is_device_host_path
 from policies.types import Finding, PatchOp, RelOp, Severity, Violation
@@ -25,6 +27,15 @@ IGNORE_ANNOTATION = "gpuguard.io/ignore"
 
 
 MAX_FIX_ROUNDS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class UnrenderedPlaceholder:
+    """A placeholder where a quantity or a node-selector value belongs: an input error."""
+
+    path: str  # absolute JSON pointer
+    text: str
+    what: str  # "quantity" | "node selector"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +62,7 @@ class Evaluation:
     exempt: bool = False
     gpu_related: bool = False
     ignore_uses: list[IgnoreUse] = field(default_factory=list)
+    placeholders: list[UnrenderedPlaceholder] = field(default_factory=list)
     images: ImageFacts = field(default_factory=NoImageFacts)
 
     def blocking(self) -> list[Finding]:
@@ -90,9 +102,12 @@ def ignored_rules(obj: dict[str, Any], pod: PodTemplate, config: Config) -> set[
     return {rule for use in _ignore_uses(obj, pod, True) for rule in use.rules}
 
 
-def _ignore_uses(obj: dict[str, Any], pod: PodTemplate, honoured: bool) -> list[IgnoreUse]:
+def _ignore_uses(obj: dict[str, Any], pod: PodTemplate | None, honoured: bool) -> list[IgnoreUse]:
     uses = []
-    for meta, base in ((as_dict(obj.get("metadata")), "/metadata"), (pod.metadata, pod.metadata_pointer)):
+    places = [(as_dict(obj.get("metadata")), "/metadata")]
+    if pod is not None:
+        places.append((pod.metadata, pod.metadata_pointer))
+    for meta, base in places:
         value = as_dict(meta.get("annotations")).get(IGNORE_ANNOTATION)
         if not isinstance(value, str):
             continue
@@ -180,7 +195,7 @@ def _evaluate(
     images: ImageFacts | None,
 ) -> Evaluation:
     config = config or Config()
-    facts = facts or ClusterFacts.empty()
+    facts = effective_facts(facts or ClusterFacts.empty(), config)
     has_facts = not facts.is_empty
     ev = Evaluation(obj=obj, config=config, facts=facts, images=images or NoImageFacts())
     meta = as_dict(obj.get("metadata"))
@@ -192,7 +207,10 @@ def _evaluate(
         return ev
     skipped: set[str] = set()
     honoured = config.honours_ignore_annotation(namespace)
-    for pod in extract(obj, config.workload_index):
+    templates = extract(obj, config.workload_index)
+    if not templates:
+        _check_object(ev, obj, config, kind, name, namespace, honoured)
+    for pod in templates:
         if not is_gpu_related(pod, config):
             continue
         ev.gpu_related = True
@@ -203,11 +221,16 @@ def _evaluate(
             continue
         pod_facts = _facts_for(pod, facts)
         try:
-            violations, pod_skipped = _check_memoised(
+            violations, pod_skipped, placeholders = _check_memoised(
                 obj, meta, pod, config, pod_facts, ev.images, has_facts and not pod_facts.is_empty, ignored
             )
         except TooDeep as exc:
-            violations, pod_skipped = ((CHECK_FAILED, _unjudged(f"the pod template is {exc}")),), frozenset()
+            violations, pod_skipped, placeholders = (
+                ((CHECK_FAILED, _unjudged(f"the pod template is {exc}")),), frozenset(), ()
+            )
+        ev.placeholders.extend(
+            UnrenderedPlaceholder(pointer.join(pod.spec_pointer, p.path), p.text, p.what) for p in placeholders
+        )
         skipped.update(pod_skipped)
         for rule_id, v in violations:
             module = RULES[rule_id]
@@ -225,7 +248,8 @@ def _facts_for(pod: PodTemplate, facts: ClusterFacts) -> ClusterFacts:
     return facts
 
 
-RuleResults = tuple[tuple[tuple[str, Violation], ...], frozenset[str]]
+# (violations, rules skipped for lack of facts, unrendered placeholders) of one pod template.
+RuleResults = tuple[tuple[tuple[str, Violation], ...], frozenset[str], tuple[Placeholder, ...]]
 
 
 def _check_memoised(
@@ -279,6 +303,8 @@ def _check(
 ) -> RuleResults:
     found: list[tuple[str, Violation]] = []
     skipped: set[str] = set()
+    # Node selection holding a placeholder or a run-time expression cannot be judged against nodes.
+    scheduling_known = pod.scheduling_known and not has_selector_values_unknown(pod)
     analysis = TemplateAnalysis(pod, facts, config.is_gpu)
     ctx = RuleContext(
         obj=obj,
@@ -297,8 +323,8 @@ def _check(
         if module.NEEDS_FACTS == "yes" and not has_facts:
             skipped.add(rule_id)
             continue
-        if not pod.scheduling_known and module.NEEDS_SCHEDULING:
-            # Operator-built pods (TrainJob, NIMService): their selectors/tolerations are unknown.
+        if not scheduling_known and module.NEEDS_SCHEDULING:
+            # Operator-built pods (TrainJob, NIMService), inherited or unrendered selectors: unknown.
             continue
         ctx.options = settings.options
         try:
@@ -306,10 +332,47 @@ def _check(
         except Exception as exc:
             problem = f"rule {rule_id} failed on this pod template ({type(exc).__name__}: {text(str(exc), 200)})"
             found.append((CHECK_FAILED, _unjudged(problem)))
-    return tuple(found), frozenset(skipped)
+    return tuple(found), frozenset(skipped), tuple(find_placeholders(pod))
 
 
 CHECK_FAILED = "gpu-check-failed"
+
+
+def _check_object(
+    ev: Evaluation, obj: dict[str, Any], config: Config, kind: str, name: str, namespace: str, honoured: bool
+) -> None:
+    """Object rules, for objects of kinds the extractor does not know."""
+    api_version = obj.get("apiVersion")
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
+    if (group, kind) in config.workload_index or not isinstance(api_version, str):
+        return
+    uses = _ignore_uses(obj, None, honoured)
+    ignored = {rule for use in uses for rule in use.rules} if honoured else set()
+    if "all" in ignored:
+        ev.ignore_uses.extend(uses)
+        return
+    for rule_id, module in OBJECT_RULES.items():
+        settings = config.settings(rule_id)
+        if settings.severity is None or rule_id in ignored:
+            continue
+        ctx = ObjectContext(obj=obj, is_gpu=config.is_gpu, options=settings.options)
+        for v in module.check_object(ctx):
+            ev.gpu_related = True
+            severity = settings.severity if settings.explicit or v.severity is None else v.severity
+            ev.findings.append(
+                Finding(
+                    rule=rule_id,
+                    severity=severity,
+                    message=v.message,
+                    path=pointer.join("", v.path),
+                    remediation=v.remediation or module.REMEDIATION,
+                    kind=kind,
+                    name=name,
+                    namespace=namespace,
+                )
+            )
+    if ev.gpu_related:
+        ev.ignore_uses.extend(uses)
 
 
 def _unjudged(problem: str) -> Violation:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, TypeVar
 
+from policies.labeldomain import LabelDomain
+from policies.managed import detect_extended_resource_toleration, pending_gpu_resources
 from policies.quantity import try_parse
 from policies.shapes import as_list, as_mapping
 
@@ -67,16 +69,59 @@ class RuntimeClassFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolTraits:
+    """What is known of the nodes a pool creates when it scales up (see policies.capacity).
+
+    ``domains``: labels whose value varies over the nodes the pool may create (fixed labels are
+    the pool node's ``labels``); ``open_keys``/``open_prefixes``: well-known labels every created
+    node carries with a value its instance type decides.  ``startup_taints`` are removed once the
+    node is ready, so pods need not tolerate them (Karpenter NodePool ``startupTaints``).
+    """
+
+    origin: str  # what declared the pool, e.g. "Karpenter NodePool"
+    domains: tuple[tuple[str, LabelDomain], ...] = ()
+    open_keys: frozenset[str] = frozenset()
+    open_prefixes: tuple[str, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    shape_note: str = ""  # why the GPU shape is (partly) unknown, for messages
+
+    def domain(self, key: str) -> LabelDomain:
+        for k, d in self.domains:
+            if k == key:
+                return d
+        if key in self.open_keys or key.startswith(self.open_prefixes):
+            return LabelDomain.unknown()
+        return LabelDomain.absent()
+
+
+@dataclass(frozen=True, slots=True)
 class NodeFacts:
     name: str
     labels: Mapping[str, str]
     taints: tuple[Taint, ...]
     allocatable: Mapping[str, Fraction]
     unschedulable: bool = False
+    # GPU resources the node may offer in a count nobody knows yet: a pool whose instance shape is
+    # open, or a GPU node whose device plugin has not registered its resources yet.
+    may_offer: frozenset[str] = frozenset()
+    pool: PoolTraits | None = None  # set for capacity that can appear, not for existing nodes
+    pending_reason: str = ""  # why ``may_offer`` is set on an existing node
 
     @property
     def gpu_product(self) -> str | None:
         return self.labels.get(LABEL_PRODUCT)
+
+    def label_domain(self, key: str) -> LabelDomain:
+        """The values ``key`` can have on this node (on any node the pool may create)."""
+        value = self.labels.get(key)
+        if value is not None:
+            return LabelDomain.exactly(value)
+        return LabelDomain.absent() if self.pool is None else self.pool.domain(key)
+
+    def describe(self) -> str:
+        if self.pool is not None:
+            return f"{self.pool.origin} {self.name!r} (scales up on demand)"
+        return self.name
 
     @property
     def driver_version(self) -> Version | None:
@@ -139,10 +184,11 @@ class NodeGroup:
         return len(self.members)
 
     def describe(self, limit: int = 3) -> str:
-        names = [m.name for m in self.members[:limit]]
+        names = [m.describe() for m in self.members[:limit]]
         more = f" and {self.size - limit} more" if self.size > limit else ""
-        product = self.representative.gpu_product
-        what = f" ({product})" if product else ""
+        rep = self.representative
+        details = [d for d in (rep.gpu_product, rep.pending_reason) if d]
+        what = f" ({'; '.join(details)})" if details else ""
         return ", ".join(names) + more + what
 
 
@@ -151,12 +197,15 @@ def _is_per_node(node: NodeFacts, key: str, value: str) -> bool:
 
 
 def _group_key(node: NodeFacts) -> tuple[Any, ...]:
+    if node.pool is not None:
+        return ("pool", node.name, node.pool)  # a pool is its own group, never merged with nodes
     labels = tuple(sorted((k, v) for k, v in node.labels.items() if not _is_per_node(node, k, v)))
-    return (labels, node.taints, tuple(sorted(node.allocatable.items())), node.unschedulable)
+    return (labels, node.taints, tuple(sorted(node.allocatable.items())), node.unschedulable, node.may_offer)
 
 
 def _varying_labels(members: Iterable[NodeFacts]) -> frozenset[str]:
-    return frozenset(k for m in members for k, v in m.labels.items() if _is_per_node(m, k, v))
+    # A pool's labels are the same on every node it creates (karpenter.sh/nodepool: <its name> too).
+    return frozenset(k for m in members if m.pool is None for k, v in m.labels.items() if _is_per_node(m, k, v))
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,24 +217,48 @@ class BoundNodeKey:
 
 @dataclass(frozen=True)
 class ClusterFacts:
+    """Nodes, RuntimeClasses, capacity that can appear (``pools``) and cluster behaviour.
+
+    ``extended_resource_toleration``: whether the API server runs the ExtendedResourceToleration
+    admission plugin; None means "as the nodes tell" (policies.managed detects GKE and AKS).
+    """
+
     nodes: tuple[NodeFacts, ...] = ()
     runtime_classes: Mapping[str, RuntimeClassFacts] = field(default_factory=dict)
     source: str = "none"
+    pools: tuple[NodeFacts, ...] = ()
+    extended_resource_toleration: bool | None = None
     groups: tuple[NodeGroup, ...] = field(init=False, default=())
 
     def __post_init__(self) -> None:
         buckets: dict[tuple[Any, ...], list[NodeFacts]] = {}
-        for node in self.nodes:
+        for node in (*self.nodes, *self.pools):
             buckets.setdefault(_group_key(node), []).append(node)
         groups = tuple(
             NodeGroup(members[0], tuple(members), _varying_labels(members)) for members in buckets.values()
         )
         object.__setattr__(self, "groups", groups)
         object.__setattr__(self, "_memo", {})
+        if self.extended_resource_toleration is None:
+            reason = detect_extended_resource_toleration(self.nodes)
+        else:
+            reason = "configured (extendedResourceToleration: true)" if self.extended_resource_toleration else None
+        object.__setattr__(self, "_ert_reason", reason)
 
     @property
     def is_empty(self) -> bool:
-        return not self.nodes and not self.runtime_classes
+        return not self.nodes and not self.runtime_classes and not self.pools
+
+    @property
+    def tolerates_extended_resources(self) -> bool:
+        """Whether every pod gets a NoSchedule toleration for each extended resource it requests."""
+        return self._ert_reason is not None  # type: ignore[attr-defined]
+
+    @property
+    def extended_resource_toleration_reason(self) -> str | None:
+        """Why the ExtendedResourceToleration behaviour is assumed (None: it is not)."""
+        reason: str | None = self._ert_reason  # type: ignore[attr-defined]
+        return reason
 
     @classmethod
     def empty(cls) -> ClusterFacts:
@@ -202,6 +275,8 @@ class ClusterFacts:
         return self.memoised(BoundNodeKey(node_name), compute)
 
     def resource_names(self) -> frozenset[str]:
+        """Resources some node (or pool) is known to offer."""
+
         def compute() -> frozenset[str]:
             names: set[str] = set()
             for group in self.groups:
@@ -228,10 +303,13 @@ class ClusterFacts:
 
     @classmethod
     def from_objects(cls, objects: Iterable[Mapping[str, Any]], source: str = "snapshot") -> ClusterFacts:
-        """Build from Node and RuntimeClass objects; ``List`` objects are flattened."""
+        """Build from Node, RuntimeClass and Karpenter NodePool objects; ``List`` objects are flattened."""
+        from policies.karpenter import is_nodepool, nodepool_from_object
+
         nodes: list[NodeFacts] = []
+        pools: list[NodeFacts] = []
         classes: dict[str, RuntimeClassFacts] = {}
-        for obj in _flatten(objects):
+        for obj in flatten(objects):
             kind = obj.get("kind")
             if kind == "Node":
                 node = node_from_object(obj)
@@ -241,26 +319,39 @@ class ClusterFacts:
                 rc = runtime_class_from_object(obj)
                 if rc is not None:
                     classes[rc.name] = rc
-        return cls(nodes=tuple(nodes), runtime_classes=classes, source=source)
+            elif is_nodepool(obj):
+                pool = nodepool_from_object(obj)
+                if pool is not None:
+                    pools.append(pool)
+        return cls(nodes=tuple(nodes), runtime_classes=classes, source=source, pools=tuple(pools))
 
 
-def _flatten(objects: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+def flatten(objects: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+    """The objects, with the items of ``List`` (and ``*List``) objects in place of the lists."""
     for obj in objects:
         if not isinstance(obj, Mapping):
             continue
         if obj.get("kind") == "List" or str(obj.get("kind", "")).endswith("List"):
             items = obj.get("items")
             if isinstance(items, list):
-                yield from _flatten(items)
+                yield from flatten(items)
             continue
         yield obj
 
 
-def _str_map(value: Any) -> dict[str, str]:
+def str_map(value: Any) -> dict[str, str]:
     if not isinstance(value, Mapping):
         return {}
     # A hand-written snapshot may carry unquoted YAML booleans; the API server would hold "true".
     return {str(k): "" if v is None else str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+
+
+def parse_taints(value: Any) -> tuple[Taint, ...]:
+    return tuple(
+        Taint(t["key"], str(t.get("value") or ""), str(t.get("effect") or ""))
+        for t in as_list(value)
+        if isinstance(t, Mapping) and isinstance(t.get("key"), str)
+    )
 
 
 def node_from_object(obj: Mapping[str, Any]) -> NodeFacts | None:
@@ -270,10 +361,7 @@ def node_from_object(obj: Mapping[str, Any]) -> NodeFacts | None:
         return None
     spec = as_mapping(obj.get("spec"))
     status = as_mapping(obj.get("status"))
-    taints = []
-    for t in as_list(spec.get("taints")):
-        if isinstance(t, Mapping) and isinstance(t.get("key"), str):
-            taints.append(Taint(t["key"], str(t.get("value") or ""), str(t.get("effect") or "")))
+    taints = parse_taints(spec.get("taints"))
     allocatable: dict[str, Fraction] = {}
     source = status.get("allocatable") or status.get("capacity") or {}
     if isinstance(source, Mapping):
@@ -281,12 +369,16 @@ def node_from_object(obj: Mapping[str, Any]) -> NodeFacts | None:
             parsed = try_parse(qty)
             if parsed is not None:
                 allocatable[str(res)] = parsed
+    labels = str_map(meta.get("labels"))
+    pending, reason = pending_gpu_resources(labels, allocatable)
     return NodeFacts(
         name=name,
-        labels=_str_map(meta.get("labels")),
-        taints=tuple(taints),
+        labels=labels,
+        taints=taints,
         allocatable=allocatable,
         unschedulable=bool(spec.get("unschedulable")),
+        may_offer=pending,
+        pending_reason=reason,
     )
 
 
@@ -300,6 +392,6 @@ def runtime_class_from_object(obj: Mapping[str, Any]) -> RuntimeClassFacts | Non
     return RuntimeClassFacts(
         name=name,
         handler=str(obj.get("handler") or ""),
-        node_selector=_str_map(scheduling.get("nodeSelector")),
+        node_selector=str_map(scheduling.get("nodeSelector")),
         tolerations=tolerations,
     )

@@ -21,7 +21,7 @@ from typing import Any
 
 from policies.digest import digest
 from policies.facts import ClusterFacts
-from policies.podresources import pod_requests
+from policies.podresources import extended_resource_names, pod_requests
 from policies.podspec import PodTemplate
 from policies.resources import is_gpu_share_resource
 from policies.scheduling import Diagnosis, GroupVerdict, analyse, diagnose
@@ -71,15 +71,25 @@ class ImagePairsKey:
 
 
 
-def constraints_key(pod: PodTemplate, requests: Mapping[str, Fraction]) -> ConstraintsKey:
-    """Everything ``analyse`` reads from a pod, as a hashable key (a digest of user data)."""
+def constraints_key(
+    pod: PodTemplate, requests: Mapping[str, Fraction], extended_tolerations: bool = False
+) -> ConstraintsKey:
+    """Everything ``analyse`` reads from a pod, as a hashable key (a digest of user data).
+
+    ``extended_tolerations``: the cluster runs ExtendedResourceToleration, so the tolerations
+    also depend on every extended resource the pod names.
+    """
     spec = pod.spec
     affinity = spec.get("affinity")
     node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
     fields = (spec.get("nodeSelector"), node_affinity, spec.get("tolerations"), spec.get("runtimeClassName"),
               spec.get("nodeName"))
     content = digest(*fields)
-    return (content if content is not None else object(), tuple(sorted(requests.items())))
+    return (
+        content if content is not None else object(),
+        tuple(sorted(requests.items())),
+        extended_resource_names(pod) if extended_tolerations else (),
+    )
 
 
 def is_gpu_device(is_gpu: Callable[[str], bool]) -> Callable[[str], bool]:
@@ -109,7 +119,9 @@ class TemplateAnalysis:
 
     def _constraints_key(self) -> ConstraintsKey:
         if self._constraints is None:
-            self._constraints = constraints_key(self.pod, self.gpu_requests())
+            self._constraints = constraints_key(
+                self.pod, self.gpu_requests(), self.facts.tolerates_extended_resources
+            )
         return self._constraints
 
     def verdicts(self) -> list[GroupVerdict]:
@@ -125,7 +137,7 @@ class TemplateAnalysis:
         """The shared scheduling diagnosis of a GPU pod; None without GPU requests or nodes."""
         if self._diagnosis is None:
             requests = self.gpu_requests()
-            if not requests or not self.facts.nodes:
+            if not requests or not self.facts.groups:
                 return None
             is_gpu = self.is_gpu
             self._diagnosis = self.facts.memoised(

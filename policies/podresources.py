@@ -13,6 +13,7 @@ from fractions import Fraction
 
 from policies.podspec import ContainerRef, PodTemplate
 from policies.quantity import try_parse
+from policies.resources import is_extended
 
 
 def container_requests(c: ContainerRef, is_resource: Callable[[str], bool]) -> dict[str, Fraction]:
@@ -49,3 +50,15 @@ def pod_requests(pod: PodTemplate, is_resource: Callable[[str], bool]) -> dict[s
         if v > total.get(k, Fraction(0)):
             total[k] = v
     return total
+
+
+def extended_resource_names(pod: PodTemplate) -> tuple[str, ...]:
+    """Sorted extended resources the containers and init containers request (or limit: Pods
+    default requests from limits), whatever the quantity — what ExtendedResourceToleration reads."""
+    names: set[str] = set()
+    for c in pod.containers:
+        if c.kind == "ephemeralContainer":
+            continue
+        for which in ("requests", "limits"):
+            names.update(n for n in c.resource_map(which) if isinstance(n, str) and is_extended(n))
+    return tuple(sorted(names))

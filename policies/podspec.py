@@ -9,7 +9,17 @@ list index.  Four shapes exist:
   (KServe predictors, LLMInferenceService templates);
 * ``component`` – a single container-like object with its own resources key (TrainJob trainer,
   NIMService), whose scheduling fields are not known statically;
-* ``object``    – an embedded whole Kubernetes object, extracted recursively (Katib trialSpec).
+* ``object``    – an embedded whole Kubernetes object, extracted recursively (Katib trialSpec);
+* ``argo``      – an Argo Workflows template: pod-level fields (``nodeSelector``, ``tolerations``,
+  ``affinity``, ``volumes``, ``metadata``) next to the containers of the one pod it runs —
+  ``container``, ``script`` (a container plus its source) or ``containerSet.containers``, with
+  ``initContainers`` and ``sidecars`` (argoproj/argo-workflows pkg/apis/workflow/v1alpha1
+  workflow_types.go ``Template``).  Templates of other types (steps, dag, resource, suspend…)
+  run no user pod and yield nothing.  The workflow's own ``nodeSelector``/``tolerations``/
+  ``affinity`` apply to a template that sets none of its own (workflow/controller/workflowpod.go
+  ``addSchedulingConstraints``), and ``podSpecPatch`` can change anything, so a template that
+  inherits scheduling fields or is patched has unknown scheduling; the workflow's ``volumes`` are
+  added to every pod (``inherited_volumes``).
 
 The webhook configuration in ``deploy/`` is tested against this table, so adding a kind here
 and forgetting the webhook rules fails the suite.
@@ -26,10 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from policies import pointer
-from policies.shapes import as_dict, text
+from policies.shapes import as_dict, as_list, text
 from policies.types import RelPath, Segment
 
-Shape = Literal["template", "podspec", "component", "object"]
+Shape = Literal["template", "podspec", "component", "object", "argo"]
 ContainerKind = Literal["container", "initContainer", "ephemeralContainer", "component"]
 # What a ``*`` in a location pattern runs over, from the CRD schemas: a list (RayCluster
 # ``workerGroupSpecs``, JobSet ``replicatedJobs``, Volcano ``tasks``) or a map keyed by replica
@@ -44,6 +54,11 @@ class Location:
     pattern: tuple[str, ...]
     resources_key: str = "resources"
     wildcard: WildcardOver | None = None  # set iff the pattern has a ``*``
+    # The operator mounts a memory-backed /dev/shm in the first container itself, unless the group
+    # spec that holds the template sets ``rayStartParams.plasma-directory`` (KubeRay, below).
+    ray_shm: bool = False
+    # ``{{ }}`` in its values is substituted when the pod is created (Argo Workflows parameters).
+    runtime_expressions: bool = False
 
     def __post_init__(self) -> None:
         if ("*" in self.pattern) != (self.wildcard is not None):
@@ -78,8 +93,25 @@ _RAY_VERSIONS = ("v1", "v1alpha1")
 
 
 def _ray(cluster_spec: str) -> tuple[Location, ...]:
-    """A RayClusterSpec's head template and its list of worker group templates."""
-    return _t(cluster_spec + "/headGroupSpec/template", cluster_spec + "/workerGroupSpecs/*/template", over="list")
+    """A RayClusterSpec's head template and its list of worker group templates.
+
+    KubeRay mounts an emptyDir with medium Memory at /dev/shm in the Ray container (the first
+    one) of every head and worker pod, for the object store, unless the group's rayStartParams
+    set ``plasma-directory`` (ray-project/kuberay ray-operator/controllers/ray/common/pod.go:
+    ``addEmptyDir(..., SharedMemoryVolumeMountPath "/dev/shm", StorageMediumMemory)`` on
+    ``pod.Spec.Containers[utils.RayContainerIndex]``, RayContainerIndex = 0).
+    """
+    head = Location("template", tuple(pointer.split(cluster_spec + "/headGroupSpec/template")), ray_shm=True)
+    workers = tuple(pointer.split(cluster_spec + "/workerGroupSpecs/*/template"))
+    return head, Location("template", workers, wildcard="list", ray_shm=True)
+
+
+def _argo(templates: str) -> tuple[Location, ...]:
+    return (Location("argo", tuple(pointer.split(templates)), wildcard="list", runtime_expressions=True),)
+
+
+_ARGO = "argoproj.io"
+_KNATIVE = "serving.knative.dev"
 
 
 WORKLOADS: tuple[Workload, ...] = (
@@ -166,6 +198,25 @@ WORKLOADS: tuple[Workload, ...] = (
         ("v1alpha1",),
         (Location("component", ("spec",), "resources"),),
     ),
+    # argoproj/argo-rollouts pkg/apis/rollouts/v1alpha1/types.go: RolloutSpec.Template is a
+    # PodTemplateSpec (absent when workloadRef points at a Deployment).
+    Workload(_ARGO, "Rollout", "rollouts", ("v1alpha1",), _t("/spec/template")),
+    # knative/serving pkg/apis/serving/v1: Service and Configuration hold a RevisionTemplateSpec
+    # (metadata + RevisionSpec, which inlines a PodSpec); a Revision's spec is a RevisionSpec.
+    Workload(_KNATIVE, "Service", "services", ("v1",), _t("/spec/template")),
+    Workload(_KNATIVE, "Configuration", "configurations", ("v1",), _t("/spec/template")),
+    Workload(_KNATIVE, "Revision", "revisions", ("v1",), _p("/spec")),
+    # kubeflow/kubeflow components/notebook-controller/api/v1/notebook_types.go: NotebookSpec.Template
+    # is a NotebookTemplateSpec holding only ``spec`` (a PodSpec), in v1, v1beta1 and v1alpha1.
+    Workload(_KUBEFLOW, "Notebook", "notebooks", ("v1", "v1beta1", "v1alpha1"), _p("/spec/template/spec")),
+    # argoproj/argo-workflows pkg/apis/workflow/v1alpha1: Workflow, WorkflowTemplate and
+    # ClusterWorkflowTemplate hold a WorkflowSpec, CronWorkflow one under workflowSpec.
+    Workload(_ARGO, "Workflow", "workflows", ("v1alpha1",), _argo("/spec/templates/*")),
+    Workload(_ARGO, "WorkflowTemplate", "workflowtemplates", ("v1alpha1",), _argo("/spec/templates/*")),
+    Workload(
+        _ARGO, "ClusterWorkflowTemplate", "clusterworkflowtemplates", ("v1alpha1",), _argo("/spec/templates/*")
+    ),
+    Workload(_ARGO, "CronWorkflow", "cronworkflows", ("v1alpha1",), _argo("/spec/workflowSpec/templates/*")),
 )
 
 # KServe predictor/transformer/explainer: besides ``containers``, a single container-like
@@ -211,6 +262,9 @@ class ContainerRef:
     container: dict[str, Any]
     kind: ContainerKind
     resources_key: str = "resources"
+    # Volume mounts the container gets besides its own (an Argo containerSet's shared volumeMounts):
+    # (path relative to the pod spec, mount).
+    shared_mounts: tuple[tuple[RelPath, dict[str, Any]], ...] = ()
     # Rules read these many times per evaluation; they are resolved once, at construction.
     resources: dict[str, Any] = field(init=False, repr=False, compare=False)
     _maps: dict[str, dict[str, Any]] = field(init=False, repr=False, compare=False)
@@ -251,6 +305,10 @@ class PodTemplate:
     containers: tuple[ContainerRef, ...]
     scheduling_known: bool = True  # False for components whose pod is built by an operator
     shape: Shape = "template"
+    # Containers (paths relative to the spec) that the operator gives a memory-backed /dev/shm.
+    shm_provided: tuple[RelPath, ...] = ()
+    runtime_expressions: bool = False  # ``{{ }}`` values are substituted when the pod is created
+    inherited_volumes: tuple[dict[str, Any], ...] = ()  # volumes the pod gets from its owner
 
     @property
     def annotations(self) -> dict[str, Any]:
@@ -290,6 +348,69 @@ def _containers_of(spec: dict[str, Any]) -> list[ContainerRef]:
     return refs
 
 
+def _node_at(obj: Any, path: tuple[Segment, ...]) -> Any:
+    for segment in path:
+        if isinstance(obj, dict):
+            obj = obj.get(segment)  # type: ignore[call-overload]
+        elif isinstance(obj, list) and isinstance(segment, int) and 0 <= segment < len(obj):
+            obj = obj[segment]
+        else:
+            return None
+    return obj
+
+
+def _ray_shm(group: Any) -> tuple[RelPath, ...]:
+    """The Ray container KubeRay gives a memory-backed /dev/shm, unless plasma-directory is set."""
+    params = as_dict(as_dict(group).get("rayStartParams"))
+    return () if "plasma-directory" in params else (("containers", 0),)
+
+
+ARGO_CONTAINER_KEYS = ("container", "script")
+ARGO_SCHEDULING = ("nodeSelector", "tolerations", "affinity")
+
+
+def _argo_template(template: dict[str, Any], workflow_spec: Any, at: str) -> PodTemplate | None:
+    refs: list[ContainerRef] = []
+    for key in ARGO_CONTAINER_KEYS:
+        if isinstance(template.get(key), dict):
+            refs.append(ContainerRef((key,), template[key], "container"))
+    container_set = as_dict(template.get("containerSet"))
+    # Its volumeMounts are appended to every container (container_set_template_types.go GetContainers).
+    shared = tuple(
+        (("containerSet", "volumeMounts", i), m)
+        for i, m in enumerate(as_list(container_set.get("volumeMounts")))
+        if isinstance(m, dict)
+    )
+    refs.extend(
+        ContainerRef(("containerSet", "containers", i), c, "container", shared_mounts=shared)
+        for i, c in enumerate(as_list(container_set.get("containers")))
+        if isinstance(c, dict)
+    )
+    if not refs:
+        return None  # steps, dag, resource, suspend, http…: no user pod
+    kind: ContainerKind
+    for key, kind in (("initContainers", "initContainer"), ("sidecars", "container")):
+        items = template.get(key)
+        if isinstance(items, list):
+            refs.extend(ContainerRef((key, i), c, kind) for i, c in enumerate(items) if isinstance(c, dict))
+    wf = as_dict(workflow_spec)
+    defaults = as_dict(wf.get("templateDefaults"))
+    inherited = any(not template.get(f) and (wf.get(f) or defaults.get(f)) for f in ARGO_SCHEDULING)
+    patched = any(d.get("podSpecPatch") for d in (template, wf, defaults))
+    volumes = tuple(v for v in as_list(wf.get("volumes")) if isinstance(v, dict))
+    return PodTemplate(
+        spec=template,
+        spec_pointer=at,
+        metadata=as_dict(template.get("metadata")),
+        metadata_pointer=at + "/metadata",
+        containers=tuple(refs),
+        scheduling_known=not (inherited or patched),
+        shape="argo",
+        runtime_expressions=True,
+        inherited_volumes=volumes,
+    )
+
+
 def extract(
     obj: dict[str, Any],
     index: dict[tuple[str, str], Workload] | None = None,
@@ -326,8 +447,13 @@ def extract(
                         metadata=as_dict(node.get("metadata")),
                         metadata_pointer=at + "/metadata",
                         containers=tuple(_containers_of(spec)),
+                        shm_provided=_ray_shm(_node_at(obj, path[:-1])) if loc.ray_shm else (),
                     )
                 )
+            elif loc.shape == "argo":
+                template = _argo_template(node, _node_at(obj, path[:-2]), at)
+                if template is not None:
+                    found.append(template)
             elif loc.shape == "podspec":
                 refs = _containers_of(node)
                 for key in KSERVE_COMPONENT_KEYS:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from policies.rule import RuleModule
+from policies.rule import ObjectRuleModule, RuleModule
 from policies.rules import (
     gpu_check_failed,
     gpu_cuda_driver_mismatch,
     gpu_device_access_bypass,
     gpu_dra_claim_reference,
     gpu_exceeds_node_capacity,
+    gpu_kind_unknown,
     gpu_limit_missing,
     gpu_memory_limit_missing,
     gpu_node_selector_mismatch,
@@ -39,4 +40,10 @@ RULES: dict[str, RuleModule] = {
     gpu_dra_claim_reference.ID: gpu_dra_claim_reference,
     gpu_cuda_driver_mismatch.ID: gpu_cuda_driver_mismatch,
     gpu_check_failed.ID: gpu_check_failed,
+    gpu_kind_unknown.ID: gpu_kind_unknown,
+}
+
+# Rules that judge whole objects of kinds without a known pod template (also listed in RULES).
+OBJECT_RULES: dict[str, ObjectRuleModule] = {
+    gpu_kind_unknown.ID: gpu_kind_unknown,
 }

@@ -101,5 +101,21 @@ class RuleModule(Protocol):
     def check(self, ctx: RuleContext) -> Iterable[Violation]: ...
 
 
+@dataclass(slots=True)
+class ObjectContext:
+    """What an object rule sees: a whole object of a kind gpuguard extracts no pod template from."""
+
+    obj: dict[str, Any]
+    is_gpu: Callable[[str], bool]
+    options: Mapping[str, Any]
+
+
+class ObjectRuleModule(RuleModule, Protocol):
+    """A rule about whole objects of kinds without a known pod template (its ``check`` judges no
+    pod template); its violations' paths are relative to the object."""
+
+    def check_object(self, ctx: ObjectContext) -> Iterable[Violation]: ...
+
+
 def rule_doc(module: RuleModule | ModuleType) -> str:
     return (module.__doc__ or "").strip()

@@ -11,6 +11,7 @@ What "uses a GPU" means, once for every rule:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from functools import wraps
@@ -19,8 +20,8 @@ from policies.memo import is_gpu_device
 from policies.podresources import container_requests
 from policies.podspec import ContainerRef, PodTemplate
 from policies.rule import RuleContext
-from policies.scheduling import Diagnosis
-from policies.types import Violation
+from policies.scheduling import Diagnosis, GroupVerdict
+from policies.types import Severity, Violation
 
 
 def runnable_containers(pod: PodTemplate) -> Iterator[ContainerRef]:
@@ -46,13 +47,41 @@ def gpu_devices(ctx: RuleContext, c: ContainerRef) -> dict[str, Fraction]:
 FactsCheck = Callable[[RuleContext, Diagnosis], Iterator[Violation]]
 
 
+def _unknown_shape(verdict: GroupVerdict) -> str:
+    rep = verdict.group.representative
+    why = rep.pool.shape_note if rep.pool is not None else ""
+    return f"{verdict.describe()}{f', whose GPU shape is unknown: {why}' if why else ''}"
+
+
+def hedge(violation: Violation, hedged_by: tuple[GroupVerdict, ...]) -> Violation:
+    """A finding that holds unless capacity of unknown GPU shape turns out to fit: a warning,
+    naming that capacity, without a fix (which would change the pod for nodes it may never need)."""
+    groups = "; ".join(_unknown_shape(v) for v in hedged_by)
+    return dataclasses.replace(
+        violation,
+        message=f"{violation.message} — only {groups} might run it, and whether it can is not known "
+        "in advance, so this is a warning",
+        severity=Severity.WARNING,
+        fix=(),
+    )
+
+
 def with_diagnosis(check: FactsCheck) -> Callable[[RuleContext], Iterator[Violation]]:
-    """The facts-rule preamble: run ``check(ctx, diagnosis)`` only for GPU pods with cluster facts."""
+    """The facts-rule preamble: run ``check(ctx, diagnosis)`` only for GPU pods with cluster facts.
+
+    When only capacity of unknown GPU shape could run the pod, the check runs against the
+    diagnosis without that capacity and its findings become warnings that name it.
+    """
 
     @wraps(check)
     def run(ctx: RuleContext) -> Iterator[Violation]:
         diagnosis = ctx.diagnosis()
-        if diagnosis is not None:
+        if diagnosis is None:
+            return
+        if diagnosis.strict is None:
             yield from check(ctx, diagnosis)
+            return
+        for violation in check(ctx, diagnosis.strict):
+            yield hedge(violation, diagnosis.hedged_by)
 
     return run

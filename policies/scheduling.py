@@ -17,6 +17,8 @@ from fractions import Fraction
 from typing import Any
 
 from policies.facts import VOLATILE_LABELS, ClusterFacts, NodeFacts, NodeGroup, RuntimeClassFacts, Taint
+from policies.labeldomain import LabelDomain
+from policies.podresources import extended_resource_names
 from policies.podspec import ContainerRef, PodTemplate
 from policies.quantity import format_quantity, try_parse
 from policies.shapes import as_list, as_mapping
@@ -126,12 +128,42 @@ def _field_matches(expr: Mapping[str, Any], node: NodeFacts) -> bool:
     return value != values[0]
 
 
-def term_matches(term: Mapping[str, Any], node: NodeFacts) -> bool:
-    """A nodeSelectorTerm: expressions and fields ANDed; an empty term matches no node."""
+def _pool_term_matches(
+    exprs: list[Mapping[str, Any]], fields: list[Mapping[str, Any]], node: NodeFacts, base: Mapping[str, LabelDomain]
+) -> bool:
+    """Whether some node the pool may create satisfies the term (expressions on one key intersected)."""
+    domains = dict(base)
+    for e in exprs:
+        key, op, values = str(e.get("key")), e.get("operator"), _values(e)
+        if values is None or not _requirement_valid(op, values):
+            return False
+        narrowed = domains.get(key, node.label_domain(key)).narrow(op, values)
+        if narrowed is None:
+            return False
+        domains[key] = narrowed
+    # A created node's name is generated, so only NotIn can hold for metadata.name.
+    return all(f.get("operator") == "NotIn" and _field_matches(f, node) for f in fields)
+
+
+def label_allows(node: NodeFacts, key: str, value: str) -> bool:
+    """Whether the node (some node the pool may create) carries ``key=value``."""
+    if node.pool is None:
+        return node.labels.get(key) == value
+    return node.label_domain(key).narrow("In", [value]) is not None
+
+
+def term_matches(term: Mapping[str, Any], node: NodeFacts, base: Mapping[str, LabelDomain] | None = None) -> bool:
+    """A nodeSelectorTerm: expressions and fields ANDed; an empty term matches no node.
+
+    For a pool: whether some node it may create matches; ``base`` holds what the nodeSelector
+    already demands of the pool's labels.
+    """
     exprs = [e for e in as_list(term.get("matchExpressions")) if isinstance(e, Mapping)]
     fields = [e for e in as_list(term.get("matchFields")) if isinstance(e, Mapping)]
     if not exprs and not fields:
         return False
+    if node.pool is not None:
+        return _pool_term_matches(exprs, fields, node, base or {})
     for e in exprs:
         if not _expression_matches(e, node.labels.get(str(e.get("key")))):
             return False
@@ -156,12 +188,25 @@ class NodeConstraints:
     def selector_ok(self, node: NodeFacts) -> bool:
         if self.conflicts:
             return False
+        if node.pool is not None:
+            return self._pool_selector_ok(node)
         for k, v in self.node_selector.items():
             if node.labels.get(k) != v:
                 return False
         if self.required_terms is None:
             return True
         return any(term_matches(t, node) for t in self.required_terms)
+
+    def _pool_selector_ok(self, node: NodeFacts) -> bool:
+        base: dict[str, LabelDomain] = {}
+        for k, v in self.node_selector.items():
+            narrowed = node.label_domain(k).narrow("In", [v])
+            if narrowed is None:
+                return False
+            base[k] = narrowed
+        if self.required_terms is None:
+            return True
+        return any(term_matches(t, node, base) for t in self.required_terms)
 
     def untolerated(self, node: NodeFacts) -> list[Taint]:
         return untolerated(self.tolerations, node.taints)
@@ -200,11 +245,23 @@ def pod_tolerations(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [t for t in as_list(spec.get("tolerations")) if isinstance(t, Mapping)]
 
 
+def extended_resource_tolerations(pod: PodTemplate) -> list[dict[str, str]]:
+    """What the ExtendedResourceToleration admission plugin adds to the pod's tolerations.
+
+    kubernetes/kubernetes plugin/pkg/admission/extendedresourcetoleration/admission.go: for each
+    extended resource in the requests of containers and init containers, in sorted order,
+    ``{key: <name>, operator: Exists, effect: NoSchedule}``.  Pods get requests defaulted from
+    limits before admission (pkg/apis/core/v1/defaults.go), so limits count too.
+    """
+    return [{"key": name, "operator": "Exists", "effect": "NoSchedule"} for name in extended_resource_names(pod)]
+
+
 def constraints_for(pod: PodTemplate, facts: ClusterFacts) -> NodeConstraints:
-    """The pod's node constraints after the RuntimeClass admission plugin's merge.
+    """The pod's node constraints after the admission plugins' changes.
 
     plugin/pkg/admission/runtimeclass setScheduling: the RuntimeClass nodeSelector is merged into
     the pod's (a differing value for the same key rejects the pod), its tolerations are appended.
+    When the cluster runs ExtendedResourceToleration, its tolerations are appended too.
     """
     spec = pod.spec
     selector = pod_node_selector(spec)
@@ -219,6 +276,8 @@ def constraints_for(pod: PodTemplate, facts: ClusterFacts) -> NodeConstraints:
             else:
                 selector[key] = value
         tolerations.extend(t for t in rc.tolerations if t not in tolerations)
+    if facts.tolerates_extended_resources:
+        tolerations.extend(t for t in extended_resource_tolerations(pod) if t not in tolerations)
     terms = required_terms(spec)
     keys = set(selector)
     uses_fields = False
@@ -253,6 +312,9 @@ class GroupVerdict:
     schedulable: bool = True
     shortfalls: dict[str, tuple[Fraction, Fraction]] = field(default_factory=dict)
     missing: tuple[str, ...] = ()  # requested GPU resources this group does not advertise
+    # It offers and fits only if a requested resource it may offer (in an unknown count: a pool of
+    # unknown GPU shape, a node whose device plugin has not registered) turns out to be there.
+    hedged: bool = False
 
     @property
     def taints_ok(self) -> bool:
@@ -295,11 +357,12 @@ def analyse(
     verdicts: list[GroupVerdict] = []
     for group in facts.groups:
         rep = group.representative
-        missing = tuple(n for n in requests if rep.allocatable.get(n, Fraction(0)) <= 0)
+        maybe = tuple(n for n in requests if rep.allocatable.get(n, Fraction(0)) <= 0 and n in rep.may_offer)
+        missing = tuple(n for n in requests if rep.allocatable.get(n, Fraction(0)) <= 0 and n not in maybe)
         shortfalls = {
             n: (q, rep.allocatable[n])
             for n, q in requests.items()
-            if n not in missing and rep.allocatable[n] < q
+            if n not in missing and n not in maybe and rep.allocatable[n] < q
         }
         untol = cons.untolerated(rep)
         subsets: list[tuple[tuple[NodeFacts, ...], bool]]
@@ -321,6 +384,7 @@ def analyse(
                     schedulable=not rep.unschedulable,
                     shortfalls=dict(shortfalls),
                     missing=missing,
+                    hedged=bool(maybe),
                 )
             )
     return verdicts
@@ -353,6 +417,21 @@ class Diagnosis:
     verdicts: list[GroupVerdict]
     unknown: dict[str, UnknownResource]
     too_large: dict[str, Fraction]  # resource → the largest allocatable of any node offering it
+    # When only groups whose GPU shape is unknown (``hedged``) could run the pod: the diagnosis
+    # without them, which the facts rules then report as warnings naming those groups.
+    strict: Diagnosis | None = None
+    hedged_by: tuple[GroupVerdict, ...] = ()
+
+    @property
+    def clean(self) -> bool:
+        """No facts rule has anything to say."""
+        return (
+            not self.unknown
+            and not self.too_large
+            and not self.selector_blocked
+            and not self.taints_blocked
+            and not self.unschedulable
+        )
 
     @property
     def offering(self) -> list[GroupVerdict]:
@@ -391,23 +470,18 @@ class Diagnosis:
 
 
 def _advertises(verdict: GroupVerdict, name: str) -> bool:
-    return verdict.group.representative.allocatable.get(name, Fraction(0)) > 0
+    rep = verdict.group.representative
+    return rep.allocatable.get(name, Fraction(0)) > 0 or name in rep.may_offer
 
 
-def diagnose(
-    pod: PodTemplate,
-    requests: Mapping[str, Fraction],
-    facts: ClusterFacts,
-    is_gpu: Callable[[str], bool],
-    verdicts: list[GroupVerdict] | None = None,
+def _judge(
+    requests: Mapping[str, Fraction], verdicts: list[GroupVerdict], is_gpu: Callable[[str], bool]
 ) -> Diagnosis:
-    verdicts = analyse(pod, requests, facts) if verdicts is None else verdicts
-    advertised = facts.resource_names()
     selected = [v for v in verdicts if v.selector_ok]
     unknown: dict[str, UnknownResource] = {}
     too_large: dict[str, Fraction] = {}
     for name, quantity in requests.items():
-        if name not in advertised:
+        if not any(_advertises(v, name) for v in verdicts):
             unknown[name] = UnknownResource(name)
             continue
         if selected and not any(_advertises(v, name) for v in selected):
@@ -419,10 +493,38 @@ def diagnose(
             if other_gpu:
                 unknown[name] = UnknownResource(name, other_gpu)
                 continue
+        if any(name in v.group.representative.may_offer for v in verdicts):
+            continue  # some group may offer it in a count nobody knows
         largest = max(v.group.representative.allocatable.get(name, Fraction(0)) for v in verdicts)
         if quantity > largest:
             too_large[name] = largest
     return Diagnosis(requests=requests, verdicts=verdicts, unknown=unknown, too_large=too_large)
+
+
+def diagnose(
+    pod: PodTemplate,
+    requests: Mapping[str, Fraction],
+    facts: ClusterFacts,
+    is_gpu: Callable[[str], bool],
+    verdicts: list[GroupVerdict] | None = None,
+) -> Diagnosis:
+    """The diagnosis against every node and pool.
+
+    Capacity that can appear counts like nodes: a pod that fits only a pool that scales up is
+    fine.  A pod that could only run where the GPU shape is unknown is not known to be fine: then
+    ``strict`` holds the diagnosis without those groups, for the rules to report as warnings.
+    """
+    verdicts = analyse(pod, requests, facts) if verdicts is None else verdicts
+    diagnosis = _judge(requests, verdicts, is_gpu)
+    if not diagnosis.clean:
+        return diagnosis
+    passing = [v for v in verdicts if v.passes]
+    if passing and all(v.hedged for v in passing):
+        strict = _judge(requests, [v for v in verdicts if not v.hedged], is_gpu)
+        if not strict.clean or not strict.verdicts:
+            diagnosis.strict = strict
+            diagnosis.hedged_by = tuple(passing)
+    return diagnosis
 
 
 def request_sites(pod: PodTemplate, name: str) -> list[tuple[ContainerRef, RelPath, Fraction]]:

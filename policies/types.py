@@ -64,7 +64,7 @@ class Violation:
     message: str
     path: RelPath = ()
     fix: tuple[RelOp, ...] = ()
-    anchor: str = "spec"
+    anchor: str = "spec"  # "spec" or "metadata" of the pod template; "object" for object rules
     severity: Severity | None = None
     remediation: str | None = None
 

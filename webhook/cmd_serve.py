@@ -25,6 +25,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "scraping, so that --client-ca can protect the webhook port alone)",
     )
     parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="close new connections beyond N open ones per worker (default: 1024)",
+    )
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="close a connection whose request head (or, separately, body) takes longer (default: 10)",
+    )
+    parser.add_argument(
         "--config-reload-interval",
         type=float,
         default=5.0,
@@ -86,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuguard.sources.yamlsafe import InputError
     from policies.config import Config
     from webhook.app import FactsProvider, StaticFacts
+    from webhook.protocol import ConnectionLimits
     from webhook.server import ServeOptions, serve
     from webhook.tlsreload import CertificateError, check_pair, read_pair
 
@@ -94,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.health_port is not None and args.health_port == args.port:
         log.error("--health-port must differ from --port")
+        return 2
+    if args.max_connections < 1 or args.request_timeout <= 0:
+        log.error("--max-connections and --request-timeout must be positive")
         return 2
     if args.config_reload_interval <= 0:
         log.error("--config-reload-interval must be positive")
@@ -151,6 +169,9 @@ def run(args: argparse.Namespace) -> int:
         config_path=Path(args.config) if args.config else None,
         config_reload_interval=args.config_reload_interval,
         health_port=args.health_port,
+        limits=ConnectionLimits(
+            head_timeout=args.request_timeout, body_timeout=args.request_timeout, max_connections=args.max_connections
+        ),
     )
     try:
         return serve(options)

@@ -1,4 +1,4 @@
-"""Cluster facts kept current by listing and watching Nodes and RuntimeClasses.
+"""Cluster facts kept current by listing and watching Nodes, RuntimeClasses and Karpenter NodePools.
 
 One background thread per resource runs the reflector loop that client-go's informers use:
 list (paginated) → watch from the list's resourceVersion with bookmarks → on ``410 Gone``
@@ -8,7 +8,12 @@ admission requests read ``current()`` without locks and never call the API serve
 
 Objects are read as the API server sends them (``_preload_content=False`` and raw watch
 events), i.e. with camelCase keys; list items carry no ``kind``, so they are converted with
-``node_from_object``/``runtime_class_from_object`` directly rather than by kind dispatch.
+``node_from_object``/``runtime_class_from_object``/``nodepool_from_object`` directly rather than
+by kind dispatch.
+
+NodePools (``karpenter.sh/v1``) are optional: while the API server answers 404 (no Karpenter
+CRD), the NodePool reflector counts as synced with none and lists again every
+``crd_recheck_seconds``, so a Karpenter installed later is picked up without a restart.
 """
 
 from __future__ import annotations
@@ -31,11 +36,14 @@ from policies.facts import (
     node_from_object,
     runtime_class_from_object,
 )
+from policies.karpenter import nodepool_from_object
 from policies.shapes import as_mapping
 
 log = logging.getLogger("gpuguard.facts")
 
 HTTP_GONE = 410
+HTTP_NOT_FOUND = 404
+CRD_RECHECK_SECONDS = 60.0
 LIST_PAGE_SIZE = 500
 # client-go's reflector: watch timeout is random in [minWatchTimeout, 2*minWatchTimeout).
 MIN_WATCH_TIMEOUT_SECONDS = 300
@@ -54,6 +62,10 @@ class _Stopped(Exception):
     """Raised inside a reflector thread to unwind it when stop() was called."""
 
 
+class _Absent(Exception):
+    """An optional resource the API server does not serve (its CRD is not installed)."""
+
+
 class _StatusError(Exception):
     def __init__(self, status: int, reason: str) -> None:
         super().__init__(f"HTTP {status}: {reason}")
@@ -65,13 +77,23 @@ class _Resource:
     """How to list/watch one resource type and turn its objects into facts."""
 
     name: str
-    api: str  # CoreV1Api | NodeV1Api
-    method: str  # list_node | list_runtime_class
+    api: str  # CoreV1Api | NodeV1Api | CustomObjectsApi
+    method: str  # list_node | list_runtime_class | list_cluster_custom_object
     convert: Callable[[Mapping[str, Any]], Any]
+    arguments: tuple[tuple[str, str], ...] = ()  # fixed keyword arguments of the list method
+    optional: bool = False  # served only when a CRD is installed
 
 
 NODES = _Resource("nodes", "CoreV1Api", "list_node", node_from_object)
 RUNTIME_CLASSES = _Resource("runtimeclasses", "NodeV1Api", "list_runtime_class", runtime_class_from_object)
+NODEPOOLS = _Resource(
+    "nodepools",
+    "CustomObjectsApi",
+    "list_cluster_custom_object",
+    nodepool_from_object,
+    arguments=(("group", "karpenter.sh"), ("version", "v1"), ("plural", "nodepools")),
+    optional=True,
+)
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -94,6 +116,7 @@ class _Reflector:
         self.store: dict[str, Any] = {}
         self.version: str | None = None  # resume point: the last resourceVersion seen
         self.synced = False
+        self.absent = False  # an optional resource the API server does not serve
         self.last_contact: float | None = None  # monotonic time the server last confirmed our view
         self.list_calls = 0
         self._response: Any = None  # the open watch response, so stop() can interrupt its read
@@ -108,7 +131,14 @@ class _Reflector:
 
         api = getattr(kubernetes.client, self.resource.api)(self.owner.api_client)
         method: Callable[..., Any] = getattr(api, self.resource.method)
-        return method
+        fixed = dict(self.resource.arguments)
+        if not fixed:
+            return method
+
+        def bound(**kwargs: Any) -> Any:
+            return method(**fixed, **kwargs)
+
+        return bound
 
     def _list(self) -> str:
         """Full paginated list; replaces the store. Returns the list's resourceVersion."""
@@ -129,6 +159,8 @@ class _Reflector:
             except Exception as exc:
                 if _status_of(exc) == HTTP_GONE:  # an expired continue token: start over
                     raise ResourceGone(f"{self.resource.name}: {exc}") from None
+                if _status_of(exc) == HTTP_NOT_FOUND and self.resource.optional:
+                    raise _Absent from None
                 raise
             try:
                 status = getattr(resp, "status", 200)
@@ -137,6 +169,8 @@ class _Reflector:
                 resp.release_conn()
             if status == HTTP_GONE:
                 raise ResourceGone(f"{self.resource.name}: list continue token expired")
+            if status == HTTP_NOT_FOUND and self.resource.optional:
+                raise _Absent
             if not 200 <= status <= 299:
                 raise _StatusError(status, body[:200].decode("utf-8", "replace"))
             page = json.loads(body)
@@ -239,6 +273,7 @@ class _Reflector:
             try:
                 if self.version is None:
                     self.version = self._list()
+                    self.absent = False
                     log.info(
                         "%s: listed %d at resourceVersion %s", self.resource.name, len(self.store), self.version
                     )
@@ -246,6 +281,14 @@ class _Reflector:
                 attempt = 0
             except _Stopped:
                 return
+            except _Absent:
+                self.absent = True
+                if not self.synced or self.store:
+                    log.info("%s: not served by the API server (CRD not installed); checking again every %.0fs",
+                             self.resource.name, self.owner.crd_recheck_seconds)
+                    self.owner._replace(self, {})
+                self.version = None
+                self.owner._stop_event.wait(self.owner.crd_recheck_seconds)
             except ResourceGone as exc:
                 log.info("%s: %s; relisting", self.resource.name, exc)
                 self.version = None
@@ -282,17 +325,19 @@ class LiveFacts:
         backoff_initial: float = 0.5,
         backoff_max: float = 30.0,
         watch_timeout_seconds: int = MIN_WATCH_TIMEOUT_SECONDS,
+        crd_recheck_seconds: float = CRD_RECHECK_SECONDS,
     ) -> None:
         self._factory = api_client_factory
         self._on_update = on_update
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.watch_timeout_seconds = watch_timeout_seconds
+        self.crd_recheck_seconds = crd_recheck_seconds
         self.api_client: Any = None
         self._facts = ClusterFacts.empty()
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
-        self._reflectors = (_Reflector(self, NODES), _Reflector(self, RUNTIME_CLASSES))
+        self._reflectors = (_Reflector(self, NODES), _Reflector(self, RUNTIME_CLASSES), _Reflector(self, NODEPOOLS))
         self._started = False
 
     @property
@@ -301,7 +346,7 @@ class LiveFacts:
 
     @property
     def ready(self) -> bool:
-        """True once both Nodes and RuntimeClasses have been listed completely."""
+        """True once Nodes, RuntimeClasses and NodePools (or their absence) have been listed completely."""
         return all(r.synced for r in self._reflectors)
 
     @property
@@ -312,8 +357,8 @@ class LiveFacts:
         return self._facts
 
     def age_seconds(self) -> float | None:
-        """Seconds since the server last confirmed both resources (list, event, bookmark)."""
-        contacts = [r.last_contact for r in self._reflectors]
+        """Seconds since the server last confirmed every resource (list, event, bookmark)."""
+        contacts = [r.last_contact for r in self._reflectors if not r.absent]
         if not self.ready or any(c is None for c in contacts):
             return None
         return max(0.0, time.monotonic() - min(c for c in contacts if c is not None))
@@ -369,10 +414,11 @@ class LiveFacts:
             self._publish()
 
     def _publish(self) -> None:
-        nodes_store, classes_store = (r.store for r in self._reflectors)
+        nodes_store, classes_store, pools_store = (r.store for r in self._reflectors)
         nodes: tuple[NodeFacts, ...] = tuple(nodes_store[k] for k in sorted(nodes_store))
         classes: dict[str, RuntimeClassFacts] = dict(classes_store)
-        facts = ClusterFacts(nodes=nodes, runtime_classes=classes, source="live")
+        pools: tuple[NodeFacts, ...] = tuple(pools_store[k] for k in sorted(pools_store))
+        facts = ClusterFacts(nodes=nodes, runtime_classes=classes, source="live", pools=pools)
         self._facts = facts  # one reference assignment: readers see the old or the new snapshot
         if self._on_update is not None:
             try:

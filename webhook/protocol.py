@@ -61,6 +61,7 @@ def guarded_protocol(limits: ConnectionLimits, on_reject: Reject | None = None) 
             self._deadline: asyncio.TimerHandle | None = None
             self._phase: str | None = None  # "head" | "body" | None (answering, or idle keep-alive)
             self._head_bytes = 0
+            self._tail = b""
             self._header_count = 0
             self._url_bytes = 0
             self._refused = False
@@ -88,7 +89,12 @@ def guarded_protocol(limits: ConnectionLimits, on_reject: Reject | None = None) 
             if (self._phase is None and self.cycle is None) or (self._phase is None and self.cycle.response_complete):
                 self._arm("head")  # the first bytes of the next request on a kept-alive connection
             if self._phase == "head":
-                self._head_bytes += len(data)
+                # Only the bytes up to the blank line that ends the head count (the same chunk
+                # may carry the start of the body); the end may straddle two chunks.
+                seen = self._tail + data
+                end = seen.find(b"\r\n\r\n")
+                self._head_bytes += len(data) if end < 0 else max(end + 4 - len(self._tail), 0)
+                self._tail = seen[-3:]
                 if self._head_bytes > limits.max_head_bytes:
                     self._respond(431, "request head too large")
                     return
@@ -121,6 +127,7 @@ def guarded_protocol(limits: ConnectionLimits, on_reject: Reject | None = None) 
             self._url_bytes = 0
             if self._phase != "head":
                 self._head_bytes = 0
+                self._tail = b""
                 self._arm("head")
 
         def on_url(self, url: bytes) -> None:
@@ -142,6 +149,7 @@ def guarded_protocol(limits: ConnectionLimits, on_reject: Reject | None = None) 
         def on_message_complete(self) -> None:
             self._disarm()
             self._head_bytes = 0
+            self._tail = b""
             super().on_message_complete()
 
         # --- limits ---

@@ -1,6 +1,8 @@
 """Cluster facts from a snapshot file (`kubectl get nodes,runtimeclasses -o yaml` or JSON).
 
-``sample`` names the cluster profile bundled with gpuguard (the same file as examples/cluster.yaml).
+Karpenter clusters add their NodePools (`kubectl get nodes,runtimeclasses,nodepools.karpenter.sh
+-o yaml`): capacity that can appear, so a snapshot may hold no GPU node at all.  ``sample`` names
+the cluster profile bundled with gpuguard (the same file as examples/cluster.yaml).
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from importlib import resources
 from pathlib import Path
 
 from gpuguard.sources.yamlsafe import InputError, load_all_plain, read_text
-from policies.facts import ClusterFacts
+from policies.facts import ClusterFacts, flatten
+from policies.karpenter import NODEPOOL_API_VERSION, is_nodepool
 
 SAMPLE = "sample"
 
@@ -32,9 +35,17 @@ def load_cluster_facts(path: str) -> ClusterFacts:
         raise InputError(
             name, 1, "cluster snapshot must hold Kubernetes objects (a List or Node/RuntimeClass documents)"
         )
+    for obj in flatten(docs):
+        if is_nodepool(obj) and obj.get("apiVersion") != NODEPOOL_API_VERSION:
+            pool = (obj.get("metadata") or {}).get("name") if isinstance(obj.get("metadata"), dict) else None
+            raise InputError(
+                name, 1, f"NodePool {pool!r} is {obj.get('apiVersion')}; gpuguard reads {NODEPOOL_API_VERSION} "
+                "NodePools (Karpenter 1.0 and later): take the snapshot with `kubectl get nodepools.v1.karpenter.sh`",
+            )
     facts = ClusterFacts.from_objects(docs, source=name)
-    if not facts.nodes:
+    if not facts.nodes and not facts.pools:
         raise InputError(
-            name, 1, "cluster snapshot has no Node objects (expected `kubectl get nodes,runtimeclasses -o yaml`)"
+            name, 1, "cluster snapshot has no Node or NodePool objects "
+            "(expected `kubectl get nodes,runtimeclasses -o yaml`)",
         )
     return facts

@@ -60,6 +60,8 @@ def render(report: Report, stream: TextIO, colour: bool | None = None) -> None:
     for e in report.all_errors:
         where = f"{e.file}:{e.line}" if e.line > 0 else e.file
         stream.write(f"{paint('1', where)}: {paint('31', 'input error')}: {e.message}\n")
+    for cluster_note in report.cluster_notes():
+        stream.write(f"{paint('2', 'note')}: cluster: {cluster_note}\n")
     note = report.skipped_note()
     if note:
         stream.write(f"{paint('2', 'note')}: {note}\n")

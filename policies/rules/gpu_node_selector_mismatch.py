@@ -33,6 +33,7 @@ from policies.scheduling import (
     GroupVerdict,
     NodeConstraints,
     constraints_for,
+    label_allows,
     pod_node_selector,
     required_terms,
     term_matches,
@@ -77,17 +78,25 @@ def _nodes_for_keys(
 
 
 def _carried(offering: list[GroupVerdict], key: str) -> str:
-    """What the offering nodes carry for ``key``: value → nodes, grouped."""
+    """What the offering nodes carry for ``key``: value → nodes, grouped (pools: the values their
+    nodes may carry)."""
     by_value: dict[str | None, list[str]] = {}
     for v, nodes in _nodes_for_keys(offering, (key,)):
-        if len(nodes) == 1 and key not in v.group.varying_labels:
+        pool = v.nodes[0]
+        if pool.pool is not None and key not in pool.labels:
+            by_value.setdefault(f"\0{pool.label_domain(key).describe()}", []).append(v.describe())
+        elif len(nodes) == 1 and key not in v.group.varying_labels:
             by_value.setdefault(v.nodes[0].labels.get(key), []).append(v.describe())
         else:
             for node in nodes:
                 by_value.setdefault(node.labels.get(key), []).append(node.name)
     parts = []
     for value, where in list(by_value.items())[:_MAX_VALUES]:
-        label = f"no {text(key)} label" if value is None else f"{text(key)}={text(value)}"
+        if value is not None and value.startswith("\0"):
+            shown = text(value[1:])  # a pool's possible values
+            label = f"{text(key)} in {shown}" if shown.startswith("{") else f"{text(key)} with {shown}"
+        else:
+            label = f"no {text(key)} label" if value is None else f"{text(key)}={text(value)}"
         parts.append(f"{label} on {', '.join(where[:3])}{' and more' if len(where) > 3 else ''}")
     if len(by_value) > _MAX_VALUES:
         parts.append(f"{len(by_value) - _MAX_VALUES} more values")
@@ -101,7 +110,7 @@ def _any_node(
 
 
 def _label_is(key: str, value: str) -> Callable[[NodeFacts], bool]:
-    return lambda node: node.labels.get(key) == value
+    return lambda node: label_allows(node, key, value)
 
 
 def _matches_terms(terms: tuple[Mapping[str, Any], ...]) -> Callable[[NodeFacts], bool]:

@@ -10,7 +10,11 @@ the emptyDir.medium field to "Memory" to have Kubernetes mount a tmpfs").  Its c
 against the container's memory limit; ``sizeLimit`` caps it.
 
 Components whose pod is built by an operator (TrainJob ``resourcesPerNode``, NIMService) are not
-checked: their volumes come from the runtime or the operator.
+checked: their volumes come from the runtime or the operator.  Neither are containers an operator
+gives a memory-backed /dev/shm itself: KubeRay mounts one in the Ray container of every head and
+worker pod (ray-project/kuberay ray-operator/controllers/ray/common/pod.go, ``addEmptyDir`` at
+``/dev/shm`` with medium Memory, unless ``rayStartParams`` set ``plasma-directory``).  Volumes a
+pod gets from its owner (an Argo Workflow's ``volumes``) count, but are not changed by the fix.
 
 Failing::
 
@@ -45,7 +49,7 @@ from policies.podspec import ContainerRef
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import gpu_devices, runnable_containers
 from policies.shapes import as_list, text
-from policies.types import RelOp, Severity, Violation
+from policies.types import RelOp, RelPath, Severity, Violation
 
 ID = "gpu-shared-memory"
 DEFAULT_SEVERITY = Severity.WARNING
@@ -68,17 +72,23 @@ def _gpu_count(ctx: RuleContext, c: ContainerRef) -> int:
     return int(sum(gpu_devices(ctx, c).values()))
 
 
-def _shm_mount(c: ContainerRef) -> tuple[int, dict[str, Any]] | None:
-    for i, m in enumerate(as_list(c.container.get("volumeMounts"))):
+def _shm_mount(c: ContainerRef) -> tuple[RelPath, dict[str, Any]] | None:
+    """Where the container mounts something at /dev/shm (its own volumeMounts, then those it shares)."""
+    own = [((*c.path, "volumeMounts", i), m) for i, m in enumerate(as_list(c.container.get("volumeMounts")))]
+    for path, m in (*own, *c.shared_mounts):
         if isinstance(m, dict) and isinstance(m.get("mountPath"), str) and m["mountPath"].rstrip("/") == SHM_PATH:
-            return i, m
+            return path, m
     return None
 
 
-def _find_volume(ctx: RuleContext, name: Any) -> tuple[int, dict[str, Any]] | None:
+def _find_volume(ctx: RuleContext, name: Any) -> tuple[int | None, dict[str, Any]] | None:
+    """(index in the pod spec's volumes, volume); index None for a volume inherited from the owner."""
     for i, v in enumerate(as_list(ctx.pod.spec.get("volumes"))):
         if isinstance(v, dict) and v.get("name") == name:
             return i, v
+    for v in ctx.pod.inherited_volumes:
+        if v.get("name") == name:
+            return None, v
     return None
 
 
@@ -101,6 +111,7 @@ def _shared_volume_name(ctx: RuleContext) -> str | None:
 
 def _new_volume_name(ctx: RuleContext) -> str:
     taken = {v.get("name") for v in as_list(ctx.pod.spec.get("volumes")) if isinstance(v, dict)}
+    taken.update(v.get("name") for v in ctx.pod.inherited_volumes)
     name, n = VOLUME_BASE_NAME, 1
     while name in taken:
         name, n = f"{VOLUME_BASE_NAME}-{n}", n + 1
@@ -138,8 +149,7 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
             path=at,
             fix=(*volume_ops, _add_mount_op(c, name)),
         )
-    index, mount = found
-    at_mount = (*c.path, "volumeMounts", index)
+    at_mount, mount = found
     vol = _find_volume(ctx, mount.get("name"))
     if vol is None:
         return Violation(
@@ -161,8 +171,8 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
                 f"{text(volume.get('name'), 63)!r} at /dev/shm, "
                 f"but it is disk-backed: set its medium to Memory"
             ),
-            path=("volumes", vol_index, "emptyDir"),
-            fix=(RelOp("add", ("volumes", vol_index, "emptyDir", "medium"), "Memory"),),
+            path=("volumes", vol_index, "emptyDir") if vol_index is not None else at_mount,
+            fix=() if vol_index is None else (RelOp("add", ("volumes", vol_index, "emptyDir", "medium"), "Memory"),),
         )
     return Violation(
         message=(
@@ -178,6 +188,8 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     if ctx.pod.shape == "component":
         return
     for c in runnable_containers(ctx.pod):
+        if c.path in ctx.pod.shm_provided:
+            continue
         gpus = _gpu_count(ctx, c)
         if gpus < 2:
             continue

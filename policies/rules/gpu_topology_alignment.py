@@ -10,7 +10,12 @@ not a whole number, runs on the shared CPU pool, possibly across the socket from
 slows host-to-device copies and NCCL.  Guaranteed QoS follows ``ComputePodQOS``
 (kubernetes/kubernetes pkg/apis/core/helper/qos/qos.go): every init and app container needs cpu and
 memory limits equal to non-zero requests (a missing request defaults to the limit on Pods); GPUs
-do not count; pod-level ``spec.resources``, when set, decide instead.  Reported as a warning.
+do not count; pod-level ``spec.resources``, when set, decide instead.  Reported as a warning — but
+only when the options say the GPU nodes align anything: the kubelet's CPU Manager policy is
+``none`` and its Topology Manager policy ``none`` by default (kubernetes.io, "Control CPU Management
+Policies on the Node", "Control Topology Management Policies on a node"), and then no pod gets
+exclusive or aligned CPUs whatever its QoS.  So the check runs when ``cpuManagerPolicy: static`` or
+a ``topologyManagerPolicy`` other than ``none``/``unknown`` is set.
 
 With ``topologyManagerPolicy: single-numa-node`` and ``gpusPerNumaNode: N``, a container that
 needs more than N whole GPUs (MIG instances and shared replicas are not counted) can never
@@ -23,6 +28,9 @@ attempted and the rule reports nothing.
 
 Options:
 
+``cpuManagerPolicy``
+    The kubelet ``--cpu-manager-policy`` of the GPU nodes: ``unknown`` (default), ``none`` or
+    ``static``.
 ``topologyManagerPolicy``
     The kubelet ``--topology-manager-policy`` of the GPU nodes: ``unknown`` (default), ``none``,
     ``best-effort``, ``restricted`` or ``single-numa-node``.
@@ -30,7 +38,7 @@ Options:
     GPUs attached to one NUMA node of the GPU nodes (e.g. 4 on an 8-GPU, two-socket server);
     0 (default) means unknown.
 
-Failing::
+Failing (``cpuManagerPolicy: static``)::
 
     containers:
     - name: trainer
@@ -71,7 +79,17 @@ REMEDIATION = (
     "container."
 )
 POLICIES = ("unknown", "none", "best-effort", "restricted", "single-numa-node")
+CPU_POLICIES = ("unknown", "none", "static")
+ALIGNING_POLICIES = ("best-effort", "restricted", "single-numa-node")
 OPTIONS: tuple[Option, ...] = (
+    Option(
+        "cpuManagerPolicy",
+        (str,),
+        "unknown",
+        "The kubelet CPU manager policy of the GPU nodes; 'static' turns on the Guaranteed-QoS and integer-CPU "
+        "checks (the kubelet default is 'none', under which no pod gets exclusive CPUs).",
+        CPU_POLICIES,
+    ),
     Option(
         "topologyManagerPolicy",
         (str,),
@@ -152,6 +170,8 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     per_numa = ctx.options.get("gpusPerNumaNode", 0)
     if policy == "none":
         return
+    # CPU alignment exists only where the nodes run the static CPU manager or a topology policy.
+    aligning = ctx.options.get("cpuManagerPolicy") == "static" or policy in ALIGNING_POLICIES
     qos_problem: str | None = None
     qos_checked = False
     for c in runnable_containers(ctx.pod):
@@ -170,6 +190,8 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
                 path=_gpu_key_path(c, sorted(gpus, key=lambda n: -gpus[n])),
                 severity=Severity.ERROR,
             )
+            continue
+        if not aligning:
             continue
         if not qos_checked:
             qos_problem, qos_checked = _qos_problem(ctx), True

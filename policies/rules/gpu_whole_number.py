@@ -6,7 +6,9 @@ greater than or equal to 0", and for integer resources (``helper.IsIntegerResour
 for every extended resource) a value whose milli-value is not a multiple of 1000 gets "must be an
 integer".  So ``nvidia.com/gpu: 0.5``, ``500m`` or ``1.5`` is rejected; a fraction of a GPU comes
 from MIG profiles, time-slicing/MPS replicas or DRA, never from a fractional quantity.  A value that
-is not a quantity at all fails to decode.
+is not a quantity at all fails to decode — except an unrendered placeholder (``${GPUS}``,
+``{{ .Values.gpus }}``), which is an input error of its own (policies.placeholders), or an Argo
+Workflows parameter substituted when the pod is created.
 
 GPUs in pod-level ``spec.resources`` are rejected too: ``validatePodResourceName`` accepts only
 ``cpu``, ``memory`` and ``hugepages-*`` there (``IsSupportedPodLevelResource``,
@@ -32,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from policies.placeholders import placeholder_in
 from policies.quantity import try_parse
 from policies.resources import is_extended
 from policies.rule import NeedsFacts, Option, RuleContext
@@ -78,8 +81,8 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     for c in ctx.pod.containers:
         for which in _WHICH:
             for name, value in c.resource_map(which).items():
-                if not isinstance(name, str) or not is_extended(name):
-                    continue
+                if not isinstance(name, str) or not is_extended(name) or placeholder_in(value):
+                    continue  # an unrendered placeholder is an input error, not a quantity
                 problem = _problem(value)
                 if problem is None:
                     continue

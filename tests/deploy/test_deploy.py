@@ -86,7 +86,7 @@ def test_manifest_is_a_valid_kubernetes_object(doc: dict[str, Any]) -> None:
     kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
 
 
-def test_rbac_reads_only_nodes_and_runtimeclasses() -> None:
+def test_rbac_reads_only_nodes_runtimeclasses_and_nodepools() -> None:
     role = one("ClusterRole")
     granted = {
         (group, resource, verb)
@@ -97,7 +97,7 @@ def test_rbac_reads_only_nodes_and_runtimeclasses() -> None:
     }
     expected = {
         (group, resource, verb)
-        for group, resource in (("", "nodes"), ("node.k8s.io", "runtimeclasses"))
+        for group, resource in (("", "nodes"), ("node.k8s.io", "runtimeclasses"), ("karpenter.sh", "nodepools"))
         for verb in ("get", "list", "watch")
     }
     assert granted == expected
@@ -428,6 +428,8 @@ def synthesized(workload: Workload, gpu: bool) -> list[dict[str, Any]]:
             leaf = pod_spec(container(resources=resources))
         elif location.shape == "component":
             leaf = {"image": "x", location.resources_key: resources}
+        elif location.shape == "argo":  # an Argo Workflows template running one container
+            leaf = {"name": "t", "container": {"image": "x", "resources": copy.deepcopy(resources)}}
         else:  # an embedded object: a Job inside
             leaf = obj("batch/v1", "Job", {"template": template(pod_spec(container(resources=resources)))})
         body = _fill(location.pattern, leaf, location.wildcard)

@@ -18,7 +18,6 @@ EXPECTED = {
         "gpu-request-limit-mismatch",
         "gpu-taint-not-tolerated",
         "gpu-shared-memory",
-        "gpu-topology-alignment",
         "gpu-cuda-driver-mismatch",
     },
     "notebook-typo.yaml": {"gpu-resource-unknown", "gpu-whole-number"},

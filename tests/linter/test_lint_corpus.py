@@ -28,12 +28,13 @@ def test_every_real_manifest_is_linted(capsys: pytest.CaptureFixture[str], monke
     files = _files(REAL)
     for path in files:
         result = lint_text(read_text(path), str(path), Config(), ClusterFacts.empty())
-        assert result.errors == [], path.name
+        # The only input errors are unrendered placeholders (pinned in test_corpus_precision.py).
+        assert all(e.message.startswith("unrendered placeholder") for e in result.errors), path.name
         assert result.documents > 0, path.name
     code, out, _ = run_lint([str(REAL), "--format", "json", "--cluster", "sample"], capsys, monkeypatch)
     report = json.loads(out)
-    assert code in (0, 1)
-    assert report["errors"] == []
+    assert code == 2  # the placeholders
+    assert all(e["message"].startswith("unrendered placeholder") for e in report["errors"])
     assert report["summary"]["files"] == len(files)
     assert report["summary"]["objects"] > len(files) / 2
     for finding in report["findings"]:

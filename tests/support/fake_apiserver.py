@@ -20,15 +20,23 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 DEADLINE = 15.0
-PATHS: dict[str, str] = {"/api/v1/nodes": "nodes", "/apis/node.k8s.io/v1/runtimeclasses": "runtimeclasses"}
+PATHS: dict[str, str] = {
+    "/api/v1/nodes": "nodes",
+    "/apis/node.k8s.io/v1/runtimeclasses": "runtimeclasses",
+    "/apis/karpenter.sh/v1/nodepools": "nodepools",
+}
 TYPE_META: dict[str, dict[str, str]] = {
     "nodes": {"apiVersion": "v1", "kind": "Node"},
     "runtimeclasses": {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass"},
+    "nodepools": {"apiVersion": "karpenter.sh/v1", "kind": "NodePool"},
 }
 LIST_META: dict[str, dict[str, str]] = {
     "nodes": {"apiVersion": "v1", "kind": "NodeList"},
     "runtimeclasses": {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClassList"},
+    "nodepools": {"apiVersion": "karpenter.sh/v1", "kind": "NodePoolList"},
 }
+# Resources of CRDs: answered with 404 until the test "installs" the CRD (``absent.discard``).
+OPTIONAL = frozenset({"nodepools"})
 EXPIRED = {
     "kind": "Status",
     "apiVersion": "v1",
@@ -74,6 +82,22 @@ def cpu_node(name: str) -> dict[str, Any]:
     }
 
 
+def nodepool(name: str, families: list[str], taint: bool = True) -> dict[str, Any]:
+    """A Karpenter NodePool of AWS instance families (shaped like aws/karpenter-provider-aws examples)."""
+    spec: dict[str, Any] = {
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+        "requirements": [{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": families}],
+    }
+    if taint:
+        spec["taints"] = [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name, "uid": f"uid-{name}"},
+        "spec": {"template": {"spec": spec}, "limits": {"cpu": "1000"}},
+    }
+
+
 def runtime_class(name: str, handler: str) -> dict[str, Any]:
     return {
         "apiVersion": "node.k8s.io/v1",
@@ -101,6 +125,7 @@ class FakeApiServer:
         self.expire_continue: dict[str, int] = dict.fromkeys(TYPE_META, 0)
         self.watch_queries: list[dict[str, list[str]]] = []
         self.watch_log: list[tuple[str, int]] = []  # (resource, resourceVersion) of each watch
+        self.absent: set[str] = set(OPTIONAL)  # CRDs not installed
         self.closing = False
         self.port = 0
 
@@ -211,6 +236,10 @@ def make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             url = urlsplit(self.path)
             resource = PATHS.get(url.path)
+            if resource is not None and resource in api.absent:
+                with api.cond:
+                    api.list_calls[resource] += 1  # counted, so tests can wait for a recheck
+                resource = None
             if resource is None:
                 self._json(404, {"kind": "Status", "code": 404, "status": "Failure", "reason": "NotFound"})
                 return

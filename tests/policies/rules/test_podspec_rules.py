@@ -113,16 +113,24 @@ def _wide_pod(cpu: str = "32") -> dict[str, Any]:
     return pod(container(resources=limits({"cpu": cpu, "memory": "512Gi", "nvidia.com/gpu": 8})))
 
 
-def test_topology_default_options_only_warn_about_qos() -> None:
+def _topology_config(**options: Any) -> Config:
+    return load_config({"rules": {"gpu-topology-alignment": {"options": options}}})
+
+
+def test_topology_default_options_report_nothing() -> None:
+    """The kubelet's CPU and Topology Manager policies default to none: nothing is aligned."""
     assert findings(_wide_pod(), "gpu-topology-alignment") == []
-    [f] = findings(_wide_pod("31500m"), "gpu-topology-alignment")
+    assert findings(_wide_pod("31500m"), "gpu-topology-alignment") == []
+
+
+@pytest.mark.parametrize("options", [{"cpuManagerPolicy": "static"}, {"topologyManagerPolicy": "restricted"}])
+def test_topology_declared_policies_warn_about_qos(options: dict[str, str]) -> None:
+    config = _topology_config(**options)
+    assert findings(_wide_pod(), "gpu-topology-alignment", config) == []
+    [f] = findings(_wide_pod("31500m"), "gpu-topology-alignment", config)
     assert f.severity is Severity.WARNING
     assert f.path == "/spec/containers/0/resources/limits/cpu"
     assert "31500m" in f.message and "trainer" in f.message
-
-
-def _topology_config(**options: Any) -> Config:
-    return load_config({"rules": {"gpu-topology-alignment": {"options": options}}})
 
 
 def test_topology_single_numa_node_without_share_stays_a_qos_check() -> None:
@@ -160,13 +168,15 @@ def test_topology_configured_severity_overrides_the_rules_grading() -> None:
 
 def test_topology_policy_none_reports_nothing() -> None:
     burstable = pod(container(resources=limits({"nvidia.com/gpu": 4})))
-    assert findings(burstable, "gpu-topology-alignment")
-    assert findings(burstable, "gpu-topology-alignment", _topology_config(topologyManagerPolicy="none")) == []
+    assert findings(burstable, "gpu-topology-alignment", _topology_config(cpuManagerPolicy="static"))
+    none = _topology_config(cpuManagerPolicy="static", topologyManagerPolicy="none")
+    assert findings(burstable, "gpu-topology-alignment", none) == []
 
 
 @pytest.mark.parametrize(
     "options",
-    [{"topologyManagerPolicy": "static"}, {"gpusPerNumaNode": "4"}, {"gpusPerNumaNode": True}],
+    [{"topologyManagerPolicy": "static"}, {"gpusPerNumaNode": "4"}, {"gpusPerNumaNode": True},
+     {"cpuManagerPolicy": "single-numa-node"}],
 )
 def test_topology_options_are_validated(options: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match=r"gpu-topology-alignment\.options"):
@@ -175,7 +185,7 @@ def test_topology_options_are_validated(options: dict[str, Any]) -> None:
 
 def test_topology_zero_cpu_limit_is_not_guaranteed() -> None:
     obj = pod(container(resources=limits({"cpu": "0", "memory": "8Gi", "nvidia.com/gpu": 2})))
-    [f] = findings(obj, "gpu-topology-alignment")
+    [f] = findings(obj, "gpu-topology-alignment", _topology_config(cpuManagerPolicy="static"))
     assert "zero cpu limit" in f.message
 
 

@@ -1,0 +1,102 @@
+"""Unrendered placeholders in the fields the rules judge: input errors, not GPU findings.
+
+Manifests meant for ``envsubst`` (``nvidia.com/gpu: ${ACCELERATOR_QUANTITY}``), a shell or make
+``$(VAR)``, or a Go/Helm/Jinja template whose ``{{ }}`` survived YAML parsing (a quoted
+``"{{ .Values.gpus }}"``) hold no quantity or label value yet.  Judging them would report a
+fractional GPU or a selector that matches no node; instead they are reported as input errors with
+their position, like unrendered Helm templates, and the rules skip the values.
+
+Only quantities (container and pod-level resources) and node selection (``nodeSelector``, required
+node affinity) are looked at: elsewhere ``$(VAR)`` is Kubernetes' own dependent-variable syntax
+(``args: [--model=$(MODEL_ID)]``).  Argo Workflows substitutes ``{{inputs.parameters.x}}`` when it
+creates the pod, so in its templates ``{{ }}`` is a value known only at run time, not an input error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from policies.podspec import PodTemplate
+from policies.shapes import as_dict, as_list
+from policies.types import RelPath
+
+TERMS_PATH: RelPath = (
+    "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"
+)
+_DOLLAR = re.compile(r"\$\{[^}\n]*\}|\$\([A-Za-z_][A-Za-z0-9_]*\)")
+_BRACES = re.compile(r"\{\{.*?\}\}", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Placeholder:
+    path: RelPath  # relative to the pod spec
+    text: str  # the placeholder as written
+    what: str  # "quantity" | "node selector"
+
+
+def placeholder_in(value: Any) -> str | None:
+    """The first placeholder in a string value (any syntax), or None."""
+    if not isinstance(value, str):
+        return None
+    found = _DOLLAR.search(value) or _BRACES.search(value)
+    return found.group(0) if found else None
+
+
+def _input_placeholder(value: Any, runtime_braces: bool) -> str | None:
+    if not isinstance(value, str):
+        return None
+    found = _DOLLAR.search(value)
+    if found:
+        return found.group(0)
+    if runtime_braces:
+        return None
+    braces = _BRACES.search(value)
+    return braces.group(0) if braces else None
+
+
+def _resource_values(resources: Mapping[str, Any], base: RelPath) -> Iterator[tuple[RelPath, Any]]:
+    for which in ("limits", "requests"):
+        for name, value in as_dict(resources.get(which)).items():
+            yield (*base, which, name), value
+
+
+def _selector_values(spec: Mapping[str, Any]) -> Iterator[tuple[RelPath, Any]]:
+    for key, value in as_dict(spec.get("nodeSelector")).items():
+        yield ("nodeSelector", key), key
+        yield ("nodeSelector", key), value
+    affinity = as_dict(as_dict(spec.get("affinity")).get("nodeAffinity"))
+    required = as_dict(affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    for t, term in enumerate(as_list(required.get("nodeSelectorTerms"))):
+        for e, expr in enumerate(as_list(as_dict(term).get("matchExpressions"))):
+            at = (*TERMS_PATH, t, "matchExpressions", e)
+            expr = as_dict(expr)
+            yield (*at, "key"), expr.get("key")
+            for v, value in enumerate(as_list(expr.get("values"))):
+                yield (*at, "values", v), value
+
+
+def find_placeholders(pod: PodTemplate) -> list[Placeholder]:
+    """Unrendered placeholders in the pod's quantities and node selection (input errors)."""
+    runtime = pod.runtime_expressions
+    found: list[Placeholder] = []
+    candidates: list[tuple[RelPath, Any, str]] = []
+    for c in pod.containers:
+        candidates.extend((p, v, "quantity") for p, v in _resource_values(c.resources, c.resources_path))
+    if pod.shape != "component":
+        pod_level = as_dict(pod.spec.get("resources"))
+        candidates.extend((p, v, "quantity") for p, v in _resource_values(pod_level, ("resources",)))
+    if pod.scheduling_known or pod.shape == "argo":
+        candidates.extend((p, v, "node selector") for p, v in _selector_values(pod.spec))
+    for path, value, what in candidates:
+        text = _input_placeholder(value, runtime)
+        if text is not None:
+            found.append(Placeholder(path, text, what))
+    return found
+
+
+def has_selector_values_unknown(pod: PodTemplate) -> bool:
+    """Whether node selection holds any placeholder, an Argo run-time expression included."""
+    return any(placeholder_in(v) for _, v in _selector_values(pod.spec))

@@ -1,0 +1,127 @@
+"""The kinds whose pods are not plain pod templates: Argo Workflows templates (containers next to
+pod-level fields, inherited scheduling), KubeRay's own /dev/shm, Knative, Notebooks, Rollouts —
+and that GPU pods in them get findings rather than silence."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import yaml
+
+from policies import evaluate
+from policies.podspec import extract
+from policies.types import Severity
+from tests.support.paths import FIXTURES
+
+PODSPEC = FIXTURES / "podspec"
+GPU = {"limits": {"nvidia.com/gpu": "2"}}
+
+
+def load(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((PODSPEC / name).read_text())
+    return data
+
+
+def rules_of(obj: dict[str, Any]) -> list[str]:
+    return sorted(f.rule for f in evaluate(obj).findings)
+
+
+def test_argo_template_containers_and_pod_fields() -> None:
+    wf = load("workflow.yaml")
+    script, container = extract(wf)
+    assert [c.path for c in script.containers] == [("script",)]
+    assert [c.path for c in container.containers] == [("container",)]
+    assert script.shape == "argo" and script.runtime_expressions
+    assert script.metadata_pointer == "/spec/templates/1/metadata"
+    assert script.scheduling_known
+
+
+def test_argo_container_set_shares_its_volume_mounts() -> None:
+    (t,) = extract(load("workflow-containerset.yaml"))
+    assert [c.path for c in t.containers] == [("containerSet", "containers", 0), ("containerSet", "containers", 1)]
+    assert all(c.shared_mounts == ((("containerSet", "volumeMounts", 0), {"mountPath": "/workspace",
+                                                                          "name": "workspace"}),)
+               for c in t.containers)
+
+
+def test_argo_inherited_scheduling_is_unknown_and_volumes_are_inherited() -> None:
+    wf = load("workflow.yaml")
+    wf["spec"]["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    wf["spec"]["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+    script, _ = extract(wf)
+    assert not script.scheduling_known
+    assert script.inherited_volumes == ({"name": "dshm", "emptyDir": {"medium": "Memory"}},)
+    wf["spec"]["templates"][1]["tolerations"] = [{"key": "x", "operator": "Exists"}]
+    assert extract(wf)[0].scheduling_known  # its own tolerations replace the workflow's
+    wf["spec"]["podSpecPatch"] = '{"containers": [{"name": "main"}]}'
+    assert not extract(wf)[0].scheduling_known
+
+
+def gpu_workflow() -> dict[str, Any]:
+    wf = load("workflow-containerset.yaml")
+    for c in wf["spec"]["templates"][0]["containerSet"]["containers"]:
+        c["resources"] = copy.deepcopy(GPU)
+    return wf
+
+
+def test_gpu_workflow_is_judged_not_silent() -> None:
+    wf = gpu_workflow()
+    assert evaluate(wf).gpu_related
+    assert "gpu-shared-memory" in rules_of(wf)
+    # A memory-backed /dev/shm shared by the containerSet satisfies every container.
+    template = wf["spec"]["templates"][0]
+    template["volumes"].append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
+    template["containerSet"]["volumeMounts"].append({"name": "dshm", "mountPath": "/dev/shm"})
+    assert "gpu-shared-memory" not in rules_of(wf)
+
+
+def test_argo_parameters_in_quantities_are_not_errors() -> None:
+    wf = load("workflowtemplate.yaml")
+    wf["spec"]["templates"][0]["container"]["resources"] = {"limits": {"nvidia.com/gpu": "{{inputs.parameters.gpus}}"}}
+    ev = evaluate(wf)
+    assert ev.gpu_related and ev.placeholders == []
+    assert not [f for f in ev.findings if f.severity is Severity.ERROR]
+
+
+def test_argo_workflow_volumes_count_for_shared_memory() -> None:
+    wf = gpu_workflow()
+    wf["spec"]["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+    wf["spec"]["templates"][0]["containerSet"]["volumeMounts"].append({"name": "dshm", "mountPath": "/dev/shm"})
+    assert "gpu-shared-memory" not in rules_of(wf)
+    wf["spec"]["volumes"] = [{"name": "dshm", "emptyDir": {}}]
+    (finding,) = [f for f in evaluate(wf).findings if f.rule == "gpu-shared-memory"][:1]
+    assert "disk-backed" in finding.message and finding.fix == ()  # the workflow's volume is not patched
+
+
+def test_kuberay_provides_dev_shm_to_the_ray_container_only() -> None:
+    rc = load("raycluster.yaml")
+    rc["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["resources"] = copy.deepcopy(GPU)
+    _, worker = extract(rc)
+    assert worker.shm_provided == (("containers", 0),)
+    assert "gpu-shared-memory" not in rules_of(rc)
+    sidecar = {"name": "sidecar", "image": "x", "resources": copy.deepcopy(GPU)}
+    rc["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"].append(sidecar)
+    paths = [f.path for f in evaluate(rc).findings if f.rule == "gpu-shared-memory"]
+    assert paths == ["/spec/workerGroupSpecs/0/template/spec/containers/1"]
+    rc["spec"]["workerGroupSpecs"][0]["rayStartParams"]["plasma-directory"] = "/tmp"
+    assert len([f for f in evaluate(rc).findings if f.rule == "gpu-shared-memory"]) == 2
+
+
+def test_new_kinds_with_gpu_pods_get_findings() -> None:
+    cases: dict[str, tuple[str, list[str | int]]] = {
+        "rollout.yaml": ("/spec/template/spec/containers/0", ["spec", "template", "spec", "containers", 0]),
+        "knative-service.yaml": ("/spec/template/spec/containers/0", ["spec", "template", "spec", "containers", 0]),
+        "knative-configuration.yaml": ("", ["spec", "template", "spec", "containers", 0]),
+        "notebook.yaml": ("", ["spec", "template", "spec", "containers", 0]),
+        "cronworkflow.yaml": ("", ["spec", "workflowSpec", "templates", 0, "container"]),
+    }
+    for name, (_, path) in cases.items():
+        obj = load(name)
+        node: Any = obj
+        for segment in path:
+            node = node[segment]
+        node["resources"] = {"requests": {"nvidia.com/gpu": "1"}}  # no limit: the API server rejects it
+        assert "gpu-limit-missing" in rules_of(obj), name
+    revision = load("knative-revision.yaml")
+    assert evaluate(revision).gpu_related

@@ -1,0 +1,149 @@
+"""The webhook port's HTTP limits, against ``gpuguard serve`` over real TLS with raw sockets:
+oversized heads, too many headers, slow heads and bodies, silent and idle connections, and the
+connection cap are each closed and counted, and the server keeps answering."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from certs.tls import Bundle, generate_bundle
+from tests.support.admission import fixture_object, review
+from tests.support.webhook_server import (
+    LOCAL_SANS,
+    Server,
+    call,
+    ssl_client_context,
+    start_server,
+    stop_server,
+)
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT = 1.0  # the server's --request-timeout in these tests
+DEADLINE = 15.0
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
+    return generate_bundle("gpuguard", "gpuguard", tmp_path_factory.mktemp("certs"), extra_sans=LOCAL_SANS)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, bundle: Bundle) -> Iterator[Server]:
+    srv = start_server(
+        tmp_path_factory.mktemp("srv"), bundle, "--request-timeout", str(TIMEOUT), "--max-connections", "20"
+    )
+    yield srv
+    stop_server(srv)
+
+
+def tls(server: Server) -> ssl.SSLSocket:
+    raw = socket.create_connection(("127.0.0.1", server.port), timeout=DEADLINE)
+    return ssl_client_context(server.ca).wrap_socket(raw, server_hostname="localhost")
+
+
+def read_all(sock: ssl.SSLSocket) -> bytes:
+    """Everything the server sends until it closes the connection (bounded by the socket timeout)."""
+    chunks = []
+    try:
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    except (ConnectionResetError, ssl.SSLError):
+        pass
+    return b"".join(chunks)
+
+
+def metric(server: Server, line: str) -> bool:
+    with server.client() as client:
+        return line in client.get("/metrics").text
+
+
+def healthy(server: Server) -> None:
+    with server.client() as client:
+        assert client.get("/healthz").status_code == 200
+        assert call(client, "validate", review("CREATE", fixture_object("pod-gpu-with-limit.json")))["allowed"]
+
+
+def test_an_oversized_head_is_431_before_it_is_buffered(server: Server) -> None:
+    with tls(server) as sock:
+        sock.sendall(b"POST /validate HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (256 * 1024))
+        answer = read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 431 ") and b"request head too large" in answer
+    assert metric(server, 'gpuguard_connections_rejected_total{reason="request_head_too_large"}')
+    healthy(server)
+
+
+def test_too_many_headers_is_431(server: Server) -> None:
+    headers = b"".join(b"X-H%d: v\r\n" % i for i in range(150))
+    with tls(server) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + headers + b"\r\n")
+        answer = read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 431 ") and b"too many request headers" in answer
+    healthy(server)
+
+
+def test_a_long_url_is_414(server: Server) -> None:
+    with tls(server) as sock:
+        sock.sendall(b"GET /" + b"a" * (16 * 1024) + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 414 ")
+
+
+@pytest.mark.parametrize(
+    ("what", "send", "reason"),
+    [
+        ("a connection that never sends a request", b"", "head_timeout"),
+        ("a head trickled forever", b"POST /validate HTTP/1.1\r\nHost: x\r\n", "head_timeout"),
+        ("a body that never completes", b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", "body_timeout"),
+    ],
+)
+def test_slow_or_silent_clients_are_closed(server: Server, what: str, send: bytes, reason: str) -> None:
+    with tls(server) as sock:
+        started = time.monotonic()
+        if send:
+            sock.sendall(send)
+        if b"Host" in send and reason == "head_timeout":
+            # Keep trickling header bytes: each byte must not extend the deadline.
+            sock.settimeout(0.2)
+            while time.monotonic() - started < 4 * TIMEOUT:
+                try:
+                    sock.sendall(b"X")
+                    if sock.recv(1) == b"":
+                        break
+                except TimeoutError:
+                    continue
+                except (ConnectionResetError, BrokenPipeError, ssl.SSLError):
+                    break
+            sock.settimeout(DEADLINE)
+        read_all(sock)
+        elapsed = time.monotonic() - started
+    assert elapsed < 4 * TIMEOUT, what
+    assert metric(server, f'gpuguard_connections_rejected_total{{reason="{reason}"}}'), what
+    healthy(server)
+
+
+def test_connections_beyond_the_cap_are_closed_at_once(server: Server) -> None:
+    held = [tls(server) for _ in range(19)]  # the cap is 20; the probe below is the 20th
+    try:
+        extra = [tls(server) for _ in range(5)]
+        for sock in extra:
+            assert read_all(sock) == b""  # closed without an answer
+            sock.close()
+    finally:
+        for sock in held:
+            sock.close()
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        try:
+            healthy(server)
+            break
+        except (httpx.TransportError, AssertionError):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)  # bounded polling: the held connections close asynchronously
+    assert metric(server, 'gpuguard_connections_rejected_total{reason="too_many_connections"}')

@@ -1,0 +1,310 @@
+"""The Validating and Mutating webhook configurations for a policy config, as deterministic YAML text.
+
+The webhook ``rules`` list every kind gpuguard extracts pod templates from — the table in
+policies/podspec.py plus the config's ``podTemplatePaths`` — and the ``gpu-workload``
+matchCondition looks for GPU requests at every template location of those kinds, for the
+config's ``gpuResourceNames`` as well as the GPU vendors' names.  The namespaceSelector leaves out
+the config's ``exemptNamespaces``.  ``gpuguard webhook-config`` prints it; deploy/webhooks.yaml is
+this text for the deploy config (tests/deploy checks it is not stale).
+
+Only ``policies`` is imported: the same text can feed other packaging (a Helm chart).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from policies.config import Config
+from policies.podspec import KSERVE_COMPONENT_KEYS, Location, WildcardOver, Workload, index_workloads
+from policies.resources import DEFAULT_GPU_PREFIXES
+from policies.signals import DEVICE_ENV_NAMES, HOST_PATH_MARKERS
+
+SERVICE_NAME = "gpuguard"
+SERVICE_NAMESPACE = "gpuguard"
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_CEL_RESERVED = frozenset(
+    {
+        "as", "break", "const", "continue", "else", "false", "for", "function", "if", "import", "in",
+        "let", "loop", "namespace", "null", "package", "return", "true", "var", "void", "while",
+    }
+)
+# Container-like maps inside an Argo Workflows template (policies.podspec ``argo`` shape).
+ARGO_SINGLE_CONTAINERS = ("container", "script")
+ARGO_CONTAINER_LISTS = ("sidecars",)
+
+
+class GenerationError(ValueError):
+    pass
+
+
+def _field(segment: str) -> str:
+    if not _IDENT.match(segment) or segment in _CEL_RESERVED:
+        raise GenerationError(f"pattern segment {segment!r} is not a CEL field name")
+    return segment
+
+
+def _guard(path: list[str]) -> str:
+    """has() for every step below the root variable, outermost first."""
+    return " && ".join(f"has({'.'.join(path[: i + 1])})" for i in range(1, len(path)))
+
+
+def _items(collection: str, over: WildcardOver | None, pattern: tuple[str, ...]) -> str:
+    """A CEL list of the values a ``*`` runs over."""
+    if over == "list":
+        return collection
+    if over == "map":
+        return f"{collection}.map(k, {collection}[k])"
+    if over == "any":  # a config path: the schema is unknown, so take a list or a map's values
+        return f"(type({collection}) == list ? {collection} : {collection}.map(k, {collection}[k]))"
+    raise GenerationError(f"{'/'.join(pattern)}: the table does not say what its wildcard runs over")
+
+
+def _term(root: str, pattern: tuple[str, ...], over: WildcardOver | None = None) -> str:
+    """A CEL list of the maps found at ``pattern`` under ``root`` (empty when absent)."""
+    if pattern.count("*") > 1:
+        raise GenerationError(f"{'/'.join(pattern)}: more than one wildcard cannot be flattened in CEL")
+    if "*" not in pattern:
+        path = [root, *(_field(s) for s in pattern)]
+        if len(path) == 1:
+            return f"[{root}]"
+        return f"({_guard(path)} ? [{'.'.join(path)}] : [])"
+    star = pattern.index("*")
+    if star == 0:
+        raise GenerationError(f"{'/'.join(pattern)}: a wildcard must follow a named key")
+    outer = [root, *(_field(s) for s in pattern[:star])]
+    inner = ["x", *(_field(s) for s in pattern[star + 1 :])]
+    select = ".".join(inner)
+    keep = f".filter(x, {_guard(inner)})" if len(inner) > 1 else ""
+    items = _items(".".join(outer), over, pattern)
+    return f"({_guard(outer)} ? {items}{keep}.map(x, {select}) : [])"
+
+
+def _label(workload: Workload) -> str:
+    return f"{workload.kind}.{workload.group}" if workload.group else workload.kind
+
+
+def _candidate_pattern(location: Location) -> tuple[str, ...]:
+    if location.shape == "template":
+        return (*location.pattern, "spec")
+    return location.pattern  # podspec, component and Argo template: the map itself
+
+
+def _kind_test(workload: Workload) -> str:
+    for text in (workload.kind, workload.group):
+        if "'" in text or "\\" in text:
+            raise GenerationError(f"{text!r} cannot be quoted in CEL")
+    if workload.group:
+        return f"object.kind == '{workload.kind}' && object.apiVersion.startsWith('{workload.group}/')"
+    return f"object.kind == '{workload.kind}' && !object.apiVersion.contains('/')"
+
+
+def workloads(config: Config) -> list[Workload]:
+    """The table's kinds, then the config's (a config entry for a table kind replaces it)."""
+    return list(index_workloads(config.extra_workloads).values())
+
+
+def candidate_terms(config: Config) -> tuple[list[tuple[str, list[str]]], list[tuple[str, str]]]:
+    """(CEL list term, kinds) for every pod-spec-like location, deduplicated, in table order; and
+    (CEL test, kind) for objects that are always sent: embedded workloads (Katib trialSpec) and
+    config paths CEL cannot follow."""
+    terms: dict[str, list[str]] = {}
+    always: list[tuple[str, str]] = []
+    config_kinds = {(w.group, w.kind) for w in config.extra_workloads}
+    for workload in workloads(config):
+        for location in workload.locations:
+            if location.shape == "object":
+                path = ["object", *(_field(s) for s in location.pattern)]
+                always.append((_guard(path), f"{_label(workload)}: embeds a whole workload; every one with it is sent"))
+                continue
+            try:
+                term = _term("object", _candidate_pattern(location), location.wildcard)
+            except GenerationError as exc:
+                if (workload.group, workload.kind) not in config_kinds:
+                    raise
+                always.append((_kind_test(workload), f"{_label(workload)}: {exc}; every one is sent"))
+                continue
+            kinds = terms.setdefault(term, [])
+            if _label(workload) not in kinds:
+                kinds.append(_label(workload))
+    return list(terms.items()), list(dict.fromkeys(always))
+
+
+def resource_keys(config: Config) -> list[str]:
+    keys = ["resources"]
+    for workload in workloads(config):
+        for location in workload.locations:
+            if location.resources_key not in keys:
+                keys.append(location.resources_key)
+    return keys
+
+
+def _quoted(items: Iterable[str]) -> str:
+    return "[" + ", ".join(f"'{i}'" for i in items) + "]"
+
+
+def _gpu_name_test(config: Config) -> str:
+    tests = [f"n.startsWith('{p}')" for p in DEFAULT_GPU_PREFIXES]
+    extra = [n for n in config.gpu_resource_names if not n.startswith(DEFAULT_GPU_PREFIXES)]
+    if extra:
+        for name in extra:
+            if "'" in name or "\\" in name:
+                raise GenerationError(f"gpuResourceNames: {name!r} cannot be quoted in CEL")
+        tests.append(f"n in {_quoted(extra)}")
+    return " || ".join(tests)
+
+
+def gpu_expression(config: Config) -> str:
+    terms, always = candidate_terms(config)
+    lines: list[str] = ["("]
+    for test, why in always:
+        lines.append(f"  // {why}")
+        lines.append(f"  ({test}) ||")
+    lines.append("  // Every place a pod spec or a container-like component lives in the kinds of `rules`;")
+    lines.append("  // absent locations contribute nothing, extra candidates are harmless.")
+    lines.append("  (")
+    for i, (term, kinds) in enumerate(terms):
+        joiner = "  " if i == 0 else "+ "
+        lines.append(f"    // {', '.join(kinds)}")
+        lines.append(f"    {joiner}{term}")
+    env = " || ".join(f"e.name == '{n}'" for n in DEVICE_ENV_NAMES)
+    paths = " || ".join(f"v.hostPath.path.contains('{m}')" for m in HOST_PATH_MARKERS)
+    singles = " + ".join(f"(has(s.{k}) ? [s.{k}] : [])" for k in ARGO_SINGLE_CONTAINERS)
+    lists = " + ".join(f"(has(s.{k}) ? s.{k} : [])" for k in ARGO_CONTAINER_LISTS)
+    lines += [
+        "  ).exists(s,",
+        "    // Dynamic Resource Allocation claims",
+        "    (has(s.resourceClaims) && size(s.resourceClaims) > 0)",
+        "    // device nodes mounted from the host (coarse: the webhook checks the normalised path)",
+        f"    || (has(s.volumes) && s.volumes.exists(v, has(v.hostPath) && has(v.hostPath.path) && ({paths})))",
+        "    // containers, init containers, the map itself (a component) and KServe model components",
+        "    || ((has(s.containers) ? s.containers : []) + (has(s.initContainers) ? s.initContainers : []) + [s]",
+        f"        + s.filter(k, k in {_quoted(KSERVE_COMPONENT_KEYS)}).map(k, s[k])",
+        "        // Argo Workflows templates: their container, script, sidecars and containerSet containers",
+        f"        + {singles} + {lists}",
+        "        + (has(s.containerSet) && has(s.containerSet.containers) ? s.containerSet.containers : [])",
+        "      ).exists(c,",
+        f"        {_quoted(resource_keys(config))}.exists(r, r in c",
+        "          && ['limits', 'requests'].exists(q, q in c[r]",
+        f"            && c[r][q].exists(n, {_gpu_name_test(config)})))",
+        f"        || (has(c.env) && c.env.exists(e, has(e.name) && ({env}))))",
+        "  )",
+        ")",
+    ]
+    return "\n".join(lines)
+
+
+def _rules(config: Config) -> list[str]:
+    out = []
+    for w in workloads(config):
+        group = '""' if w.group == "" else w.group
+        # `kubectl debug` adds ephemeral containers through pods/ephemeralcontainers (an UPDATE
+        # whose object is the whole Pod): a debug container must not get GPUs by environment.
+        resources = [w.resource]
+        if (w.group, w.kind) == ("", "Pod"):
+            resources.append(f"{w.resource}/ephemeralcontainers")
+        out += [
+            f"      - apiGroups: [{group}]  # {_label(w)}",
+            f"        apiVersions: [{', '.join(w.versions)}]",
+            f"        resources: [{', '.join(resources)}]",
+            "        operations: [CREATE, UPDATE]",
+            '        scope: "*"',
+        ]
+    return out
+
+
+def _namespace_selector(config: Config) -> list[str]:
+    if not config.exempt_namespaces:
+        return ["    # No exemptNamespaces in the config: every namespace is checked."]
+    return [
+        "    # The config's exemptNamespaces are never sent to the webhook.",
+        "    namespaceSelector:",
+        "      matchExpressions:",
+        "        - key: kubernetes.io/metadata.name",
+        "          operator: NotIn",
+        f"          values: [{', '.join(sorted(config.exempt_namespaces))}]",
+    ]
+
+
+def _webhook_configuration(config: Config, kind: str, name: str, path: str, policy_lines: list[str]) -> list[str]:
+    expression = [("          " + line) if line else "" for line in gpu_expression(config).splitlines()]
+    return [
+        "apiVersion: admissionregistration.k8s.io/v1",
+        f"kind: {kind}",
+        "metadata:",
+        "  name: gpuguard",
+        "  labels:",
+        "    app.kubernetes.io/name: gpuguard",
+        "webhooks:",
+        f"  - name: {name}",
+        "    clientConfig:",
+        "      # caBundle is written by `gpuguard certs ... --inject deploy/webhooks.yaml`",
+        "      service:",
+        f"        name: {SERVICE_NAME}",
+        f"        namespace: {SERVICE_NAMESPACE}",
+        f"        path: {path}",
+        "        port: 443",
+        "    admissionReviewVersions: [v1]",
+        "    sideEffects: None",
+        "    timeoutSeconds: 5",
+        *policy_lines,
+        "    matchPolicy: Equivalent",
+        *_namespace_selector(config),
+        "    # The kinds gpuguard extracts pod templates from (policies/podspec.py WORKLOADS and the",
+        "    # config's podTemplatePaths).",
+        "    rules:",
+        *_rules(config),
+        "    # Only objects that ask for a GPU reach the webhook. All conditions must be true; a false",
+        "    # one skips the webhook even when another fails to evaluate.",
+        "    matchConditions:",
+        "      - name: create-or-update",
+        "        # `object` is null for DELETE and CONNECT; the next condition needs an object.",
+        "        expression: \"request.operation == 'CREATE' || request.operation == 'UPDATE'\"",
+        "      - name: not-being-deleted",
+        "        # Finalizer removal on terminating objects is never judged (the webhook allows it too).",
+        "        expression: >-",
+        "          !has(object.metadata.deletionTimestamp)",
+        "          && (oldObject == null || !has(oldObject.metadata.deletionTimestamp))",
+        "      - name: gpu-workload",
+        "        expression: |-",
+        *expression,
+    ]
+
+
+def render(config: Config | None = None) -> str:
+    """Both webhook configurations for ``config``, as YAML text (deterministic)."""
+    config = config or Config()
+    mutating = _webhook_configuration(
+        config,
+        "MutatingWebhookConfiguration",
+        "mutate.gpuguard.io",
+        "/mutate",
+        [
+            "    # Ignore: without the mutating webhook, objects are only not fixed; the validating one",
+            "    # still reports.",
+            "    failurePolicy: Ignore",
+            "    # Run again if a later mutating webhook changes the object (adds a container, say).",
+            "    reinvocationPolicy: IfNeeded",
+        ],
+    )
+    validating = _webhook_configuration(
+        config,
+        "ValidatingWebhookConfiguration",
+        "validate.gpuguard.io",
+        "/validate",
+        [
+            "    # Ignore: an outage or an engine bug of gpuguard must not block every GPU workload of",
+            "    # the cluster (findings are still denied while it answers). Set Fail to enforce strictly.",
+            "    failurePolicy: Ignore",
+        ],
+    )
+    header = [
+        "# Generated by `gpuguard webhook-config` from policies/podspec.py WORKLOADS and the policy config;",
+        "# do not edit by hand (except caBundle, which `gpuguard certs --inject` writes).",
+        "#",
+        "# The mutating webhook applies the fixes listed under `mutate:` in the policy config; the",
+        "# validating webhook denies errors and returns warnings.",
+    ]
+    return "\n".join([*header, *mutating, "---", *validating]) + "\n"
+
