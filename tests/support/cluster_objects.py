@@ -283,16 +283,18 @@ FITS_NOW_NOTE = "0/10 nodes are available: 8 Insufficient nvidia.com/gpu, 2 Insu
 
 def scenario() -> dict[str, list[dict[str, Any]]]:
     """Nodes, pods, events and PriorityClasses of the documented scenario (fresh copies)."""
-    a100 = {"product": A100, "instance": "p4de.24xlarge"}
+    def a100(name: str, **kwargs: Any) -> dict[str, Any]:
+        return node(name, product=A100, instance="p4de.24xlarge", **kwargs)
+
     nodes = [
         node("h100-a"),
         node("h100-b"),
         node("h100-c"),
-        node("a100-unhealthy", capacity=8, allocatable=7, **a100),
-        node("a100-down", capacity=8, allocatable=0, **a100),
-        node("a100-gone", capacity=0, allocatable=0, gfd_count=8, **a100),
-        node("a100-never", capacity=None, allocatable=None, gfd_count=8, **a100),
-        node("a100-cordoned", unschedulable=True, **a100),
+        a100("a100-unhealthy", capacity=8, allocatable=7),
+        a100("a100-down", capacity=8, allocatable=0),
+        a100("a100-gone", capacity=0, allocatable=0, gfd_count=8),
+        a100("a100-never", capacity=None, allocatable=None, gfd_count=8),
+        a100("a100-cordoned", unschedulable=True),
         node("l4-notready", product=L4, instance="g6.12xlarge", capacity=4, allocatable=4, ready="False",
              taints=[GPU_TAINT, {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]),
         node("cpu-1", product=None, instance="m7i.4xlarge", capacity=None, allocatable=None, cpu="16",
