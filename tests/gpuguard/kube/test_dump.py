@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ def expected() -> dict[str, object]:
     return summary(ClusterObjects.sort(all_objects()))
 
 
-def _yaml(path: Path, docs: list[object]) -> Path:
+def _yaml(path: Path, docs: Sequence[object]) -> Path:
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     return path
 
