@@ -19,9 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 
-from policies.pending.objects import CORE_RESOURCES, LABEL_INSTANCE_TYPE, NodeInfo, PodInfo, whole
+from policies.pending.objects import CORE_RESOURCES, LABEL_INSTANCE_TYPE, NodeInfo, PodInfo, scheduler_units, whole
 
 LABEL_PRODUCT = "nvidia.com/gpu.product"  # GPU Feature Discovery [N-gfd]
 UNLABELLED = "unlabelled"
@@ -66,9 +65,9 @@ class NodeAllocation:
     node: NodeInfo
     pool: str
     gpus: dict[str, GpuCount]
-    allocatable_other: dict[str, Fraction]
+    allocatable_other: dict[str, int]  # cpu in milli-CPU, memory / ephemeral-storage in bytes
     max_pods: int | None
-    requested_other: dict[str, Fraction] = field(default_factory=dict)
+    requested_other: dict[str, int] = field(default_factory=dict)
     pod_count: int = 0
     pods: list[PodInfo] = field(default_factory=list)  # bound, not terminal
     nominated: list[PodInfo] = field(default_factory=list)  # pending pods nominated here
@@ -99,12 +98,12 @@ class NodeAllocation:
     def free(self, resource: str, priority: int | None = None, exclude_uid: str = "") -> int:
         return max(0, self.balance(resource, priority, exclude_uid))
 
-    def free_other(self, resource: str) -> Fraction | None:
-        """Free cpu/memory/ephemeral-storage; None when the node does not report the resource."""
+    def free_other(self, resource: str) -> int | None:
+        """Free cpu (milli) / memory / ephemeral-storage; None when the node does not report it."""
         have = self.allocatable_other.get(resource)
         if have is None:
             return None
-        return have - self.requested_other.get(resource, Fraction(0))
+        return have - self.requested_other.get(resource, 0)
 
     @property
     def free_pod_slots(self) -> int | None:
@@ -184,7 +183,8 @@ def build_allocation(
             node=node,
             pool=pool_name(node, pool_labels),
             gpus=gpus,
-            allocatable_other={r: node.allocatable[r] for r in CORE_RESOURCES if r in node.allocatable},
+            allocatable_other={r: scheduler_units(r, node.allocatable[r]) for r in CORE_RESOURCES
+                               if r in node.allocatable},
             max_pods=whole(max_pods) if max_pods is not None else None,
         )
     unknown: list[PodInfo] = []
@@ -200,7 +200,7 @@ def build_allocation(
             alloc.pods.append(pod)
             alloc.pod_count += 1
             for r, q in pod.other.items():
-                alloc.requested_other[r] = alloc.requested_other.get(r, Fraction(0)) + q
+                alloc.requested_other[r] = alloc.requested_other.get(r, 0) + q
             for r, n in pod.gpus.items():
                 count = alloc.gpus.get(r)
                 if count is not None:

@@ -27,8 +27,7 @@ from fractions import Fraction
 from typing import Any
 
 from policies.facts import NodeFacts
-from policies.pending.allocation import NodeAllocation
-from policies.pending.objects import PodInfo
+from policies.pending.objects import CORE_RESOURCES, PodInfo
 from policies.pending.state import ClusterState
 from policies.quantity import format_quantity
 from policies.scheduling import NodeConstraints, constraints_for
@@ -132,13 +131,19 @@ class FitReport:
         return head + " (" + "; ".join(parts) + ")"
 
 
-def _constraints_key(pod: PodInfo) -> tuple[Any, ...]:
+def _constraints_only(pod: PodInfo) -> tuple[str, ...]:
     spec = pod.spec
     return (
         repr(spec.get("nodeSelector")),
         repr(spec.get("affinity")),
         repr(spec.get("tolerations")),
         repr(spec.get("runtimeClassName")),
+    )
+
+
+def _constraints_key(pod: PodInfo) -> tuple[Any, ...]:
+    return (
+        *_constraints_only(pod),
         tuple(sorted(pod.gpus.items())),
         tuple(sorted(pod.other.items())),
         pod.priority,
@@ -152,10 +157,20 @@ class FitAnalyser:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
         self._memo: dict[tuple[Any, ...], FitReport] = {}
-        self._group_of: dict[str, tuple[int, NodeFacts]] = {}
-        for gi, group in enumerate(state.facts.groups):
-            for member in group.members:
-                self._group_of[member.name] = (gi, member)
+        self._filter_memo: dict[tuple[str, ...], dict[str, tuple[str, ...]]] = {}
+        nodes = state.allocation.nodes.values()
+        # Per node, once: GPUs left after bound pods, allocatable, free cpu/memory/storage, pod slots.
+        self._rows = [
+            (
+                a,
+                {r: c.usable - c.allocated for r, c in a.gpus.items()},
+                {r: c.usable for r, c in a.gpus.items()},
+                {r: a.free_other(r) for r in CORE_RESOURCES},
+                a.free_pod_slots,
+            )
+            for a in nodes
+        ]
+        self._offered = {r for a in nodes for r, c in a.gpus.items() if c.usable > 0 or c.capacity}
 
     def analyse(self, pod: PodInfo) -> FitReport:
         key = _constraints_key(pod)
@@ -198,51 +213,51 @@ class FitAnalyser:
             found.append(f"{BLOCK_TAINT} {', '.join(str(t) for t in bad)}")
         return tuple(found)
 
-    def _short(self, alloc: NodeAllocation, pod: PodInfo) -> tuple[str, ...]:
-        found = []
-        for res, want in pod.other.items():
-            free = alloc.free_other(res)
-            if free is not None and want > free:
-                found.append(f"Insufficient {res} ({format_quantity(max(free, Fraction(0)))} free, "
-                             f"the pod asks {format_quantity(want)})")
-        slots = alloc.free_pod_slots
-        if slots is not None and slots < 1:
-            found.append("Too many pods")
-        return tuple(found)
+    def _blockers_for(self, pod: PodInfo) -> dict[str, tuple[str, ...]]:
+        key = _constraints_only(pod)
+        found = self._filter_memo.get(key)
+        if found is None:
+            if len(self._filter_memo) >= MEMO_LIMIT:
+                self._filter_memo.clear()
+            found = self._filter_memo[key] = self._filters(constraints_for(pod.template(), self.state.facts))
+        return found
 
     def _analyse(self, pod: PodInfo) -> FitReport:
-        alloc_table = self.state.allocation.nodes
         wants = dict(sorted(pod.gpus.items()))
-        offered = {r for a in alloc_table.values() for r, c in a.gpus.items() if c.usable > 0 or c.capacity}
-        missing = tuple(r for r in wants if r not in offered)
+        missing = tuple(r for r in wants if r not in self._offered)
         if missing or not wants:
             return FitReport(pod, wants, NO_GPU_NODE, (), (), {}, missing)
-        cons = constraints_for(pod.template(), self.state.facts)
-        blockers = self._filters(cons)
+        blockers = self._blockers_for(pod)
         exclude = pod.uid if pod.nominated_node else ""
+        priority = pod.priority
+        needs = pod.other
         fits: list[NodeFit] = []
         blocked: Counter[str] = Counter()
-        for alloc in alloc_table.values():
-            if any(r not in alloc.gpus for r in wants):
+        for alloc, base, usable, other_free, slots in self._rows:
+            if any(r not in base for r in wants):
                 continue
-            free = {r: alloc.free(r, pod.priority, exclude) for r in wants}
-            reserved = sum(alloc.reserved_for(r, pod.priority, exclude) for r in wants)
+            if alloc.nominated:
+                held = {r: alloc.reserved_for(r, priority, exclude) for r in wants}
+                free = {r: max(0, base[r] - held[r]) for r in wants}
+                reserved = sum(held.values())
+            else:
+                free = {r: max(0, base[r]) for r in wants}
+                reserved = 0
+            short: tuple[str, ...] = ()
+            for res, want in needs.items():
+                have = other_free.get(res)
+                if have is not None and want > have:
+                    short += (f"Insufficient {res} ({show_units(res, max(have, 0))} free, "
+                              f"the pod asks {show_units(res, want)})",)
+            if slots is not None and slots < 1:
+                short += ("Too many pods",)
             node_blockers = blockers.get(alloc.name, ())
-            short = self._short(alloc, pod)
             for b in node_blockers:
                 blocked[BLOCK_TAINT if b.startswith(BLOCK_TAINT) else b] += 1
-            for s in short:
-                blocked[s.split(" (")[0]] += 1
-            fits.append(NodeFit(
-                node=alloc.name,
-                pool=alloc.pool,
-                free=free,
-                reserved=reserved,
-                allocatable={r: alloc.gpus[r].usable for r in wants},
-                blockers=node_blockers,
-                short=short,
-                gpu_room=all(free[r] >= n for r, n in wants.items()),
-            ))
+            for sh in short:
+                blocked[sh.split(" (")[0]] += 1
+            fits.append(NodeFit(alloc.name, alloc.pool, free, reserved, {r: usable[r] for r in wants},
+                                node_blockers, short, all(free[r] >= n for r, n in wants.items())))
         resources = []
         for r, n in wants.items():
             eligible = [f.free[r] for f in fits if f.eligible]
@@ -262,5 +277,14 @@ class FitAnalyser:
             verdict = FRAGMENTED
         else:
             verdict = INSUFFICIENT
-        blocked_counts = {k: blocked[k] for k in sorted(blocked)}
-        return FitReport(pod, wants, verdict, tuple(resources), tuple(fits), blocked_counts)
+        return FitReport(pod, wants, verdict, tuple(resources), tuple(fits), {k: blocked[k] for k in sorted(blocked)})
+
+
+def show_units(resource: str, units: int) -> str:
+    """cpu milli-units as a quantity ("500m", "8"); bytes in Gi/Mi when exact."""
+    if resource == "cpu":
+        return format_quantity(Fraction(units, 1000))
+    for suffix, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if units and units % size == 0:
+            return f"{units // size}{suffix}"
+    return str(units)

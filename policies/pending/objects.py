@@ -61,6 +61,12 @@ def whole(q: Fraction) -> int:
     return q.numerator if q.denominator == 1 else math.ceil(q)
 
 
+def scheduler_units(resource: str, q: Fraction) -> int:
+    """The integer the scheduler compares: milli-CPU for cpu, else the value, both rounded up
+    (framework Resource.Add uses Quantity.MilliValue for cpu and Quantity.Value otherwise)."""
+    return whole(q * 1000) if resource == "cpu" else whole(q)
+
+
 @dataclass(frozen=True, slots=True)
 class Condition:
     type: str
@@ -195,7 +201,7 @@ class PodInfo:
     preemption_policy: str
     nominated_node: str
     gpus: Mapping[str, int]  # effective GPU requests (whole devices)
-    other: Mapping[str, Fraction]  # effective cpu / memory / ephemeral-storage requests
+    other: Mapping[str, int]  # effective requests: cpu in milli-CPU, memory / ephemeral-storage in bytes
     scheduling_gates: tuple[str, ...]
     deleting: bool
     created: str
@@ -285,7 +291,7 @@ class PodReader:
             if self._wanted(res):
                 requests[res] = requests.get(res, Fraction(0)) + q
         gpus = {k: whole(v) for k, v in requests.items() if self.is_gpu(k) and v > 0}
-        other = {k: v for k, v in requests.items() if k in CORE_RESOURCES}
+        other = {k: scheduler_units(k, v) for k, v in requests.items() if k in CORE_RESOURCES and v > 0}
         priority, policy = self._classes.resolve(spec)
         gates = tuple(_str(as_dict(g).get("name")) for g in as_list(spec.get("schedulingGates")))
         scheduled = next((c for c in _conditions(status.get("conditions")) if c.type == "PodScheduled"), None)

@@ -20,9 +20,8 @@ PDB-aware reprieving are left out; the result says so.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 from policies.pending.allocation import NodeAllocation
 from policies.pending.fit import FitReport, NodeFit
@@ -70,26 +69,17 @@ def _more_important_first(p: PodInfo) -> tuple[int, str]:
     return (-p.priority, p.started or p.created or "~")
 
 
-def _fits(alloc: NodeAllocation, pod: PodInfo, free_gpu: Mapping[str, int], free_other: Mapping[str, Fraction | None],
-          free_slots: int | None) -> bool:
-    if any(free_gpu.get(r, 0) < n for r, n in pod.gpus.items()):
-        return False
-    for res, want in pod.other.items():
-        have = free_other.get(res)
-        if have is not None and want > have:
-            return False
-    return free_slots is None or free_slots >= 1
-
-
 def _simulate(alloc: NodeAllocation, pod: PodInfo, removed: list[PodInfo], exclude: str) -> bool:
-    free_gpu = {r: alloc.balance(r, pod.priority, exclude) + sum(v.gpus.get(r, 0) for v in removed) for r in pod.gpus}
-    free_other: dict[str, Fraction | None] = {}
-    for res in pod.other:
+    """Would the pod fit on the node with ``removed`` gone (nominated pods still reserving)?"""
+    for r, want in pod.gpus.items():
+        if alloc.balance(r, pod.priority, exclude) + sum(v.gpus.get(r, 0) for v in removed) < want:
+            return False
+    for res, want in pod.other.items():
         have = alloc.free_other(res)
-        free_other[res] = None if have is None else have + sum((v.other.get(res, Fraction(0)) for v in removed),
-                                                                Fraction(0))
+        if have is not None and have + sum(v.other.get(res, 0) for v in removed) < want:
+            return False
     slots = alloc.free_pod_slots
-    return _fits(alloc, pod, free_gpu, free_other, None if slots is None else slots + len(removed))
+    return slots is None or slots + len(removed) >= 1
 
 
 def victims_on(alloc: NodeAllocation, pod: PodInfo) -> tuple[PodInfo, ...] | None:
@@ -107,6 +97,14 @@ def victims_on(alloc: NodeAllocation, pod: PodInfo) -> tuple[PodInfo, ...] | Non
     return tuple(victims)
 
 
+def candidate_budget(potential_nodes: int) -> int:
+    """How many viable candidates the scheduler looks for before choosing: max(10 % of the
+    potential nodes, 100), at most all of them (DefaultPreemptionArgs defaults
+    minCandidateNodesPercentage=10, minCandidateNodesAbsolute=100; pkg/scheduler/apis/config/v1/
+    defaults.go SetDefaults_DefaultPreemptionArgs, code index id 18012079)."""
+    return min(potential_nodes, max(math.ceil(potential_nodes * 0.10), 100))
+
+
 def analyse_preemption(state: ClusterState, fit: FitReport, limit: int = 5) -> PreemptionReport:
     pod = fit.pod
     if pod.preemption_policy == PREEMPT_NEVER:
@@ -120,25 +118,50 @@ def analyse_preemption(state: ClusterState, fit: FitReport, limit: int = 5) -> P
             terminating = tuple(p for p in nominated.pods if p.deleting and p.priority < pod.priority)
             if terminating:
                 return PreemptionReport(pod, False, NOT_ELIGIBLE_TERMINATING, waiting_on=terminating)
-    unresolvable = sum(1 for n in fit.nodes if n.blockers)
+    potential = [nf for nf in fit.nodes if not nf.blockers and not nf.fits]
+    budget = candidate_budget(len(potential))
     candidates: list[Candidate] = []
-    for nf in fit.nodes:
-        if nf.blockers or nf.fits:
-            continue
-        alloc = nodes[nf.node]
-        victims = victims_on(alloc, pod)
+    for nf in potential:
+        victims = victims_on(nodes[nf.node], pod)
         if victims is None:
             continue
         freed = sum(v.gpus.get(r, 0) for v in victims for r in pod.gpus)
         candidates.append(Candidate(nf.node, nf.pool, victims, freed))
+        if len(candidates) >= budget:
+            break
     candidates.sort(key=lambda c: c.rank)
+    unresolvable = sum(1 for n in fit.nodes if n.blockers)
     if candidates:
         note = f"evicting lower-priority pods on {len(candidates)} node(s) would make room; {PDB_NOTE}"
-    elif not any(not n.blockers for n in fit.nodes):
+    elif not potential:
         note = "preemption cannot help: every GPU node is excluded by taints, node affinity or cordon"
     else:
         note = f"no node has enough GPUs held by pods of priority below {pod.priority}"
     return PreemptionReport(pod, True, note, candidates[:limit], unresolvable_nodes=unresolvable)
+
+
+class PreemptionAnalyser:
+    """Preemption reports for pods of one state; pods with the same demands share one."""
+
+    def __init__(self, state: ClusterState, limit: int = 5) -> None:
+        self.state = state
+        self.limit = limit
+        self._memo: dict[tuple[int, str], tuple[object, PreemptionReport]] = {}
+
+    def analyse(self, fit: FitReport) -> PreemptionReport:
+        # FitAnalyser hands pods with the same demands the same ``nodes`` tuple; the tuple is kept
+        # with the entry, so its id cannot be reused by another object while the entry lives.
+        key = (id(fit.nodes), fit.pod.preemption_policy)
+        entry = self._memo.get(key)
+        if entry is None or entry[0] is not fit.nodes:
+            if len(self._memo) >= 4096:
+                self._memo.clear()
+            entry = self._memo[key] = (fit.nodes, analyse_preemption(self.state, fit, self.limit))
+        found = entry[1]
+        if found.pod is fit.pod:
+            return found
+        return PreemptionReport(fit.pod, found.eligible, found.note, found.candidates, found.waiting_on,
+                                found.unresolvable_nodes)
 
 
 @dataclass(frozen=True, slots=True)

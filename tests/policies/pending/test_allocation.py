@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import pytest
 
 from policies.pending import health
@@ -28,7 +26,7 @@ def test_effective_requests_count_init_containers_sidecars_and_overhead() -> Non
     assert sidecar is not None and sidecar.gpus == {"nvidia.com/gpu": 3}
     over = reader.read(pod("ns", "o", containers=[container("main", 1, cpu="2")],
                            overhead={"cpu": "250m", "memory": "120Mi"}))
-    assert over is not None and over.other["cpu"] == Fraction(9, 4)
+    assert over is not None and over.other["cpu"] == 2250  # milli-CPU, as the scheduler sums them
     assert over.other["memory"] == 4 * 2**30 + 120 * 2**20
 
 
@@ -43,7 +41,7 @@ def test_pod_level_resources_replace_cpu_memory_but_never_gpus() -> None:
     obj["spec"]["resources"] = {"requests": {"cpu": "4", "memory": "8Gi"}}
     info = PodReader().read(obj)
     assert info is not None
-    assert info.other["cpu"] == 4 and info.other["memory"] == 8 * 2**30 and info.gpus == {"nvidia.com/gpu": 1}
+    assert info.other["cpu"] == 4000 and info.other["memory"] == 8 * 2**30 and info.gpus == {"nvidia.com/gpu": 1}
 
 
 def test_priority_resolved_from_the_class_when_admission_did_not_fill_it() -> None:

@@ -11,7 +11,9 @@ from policies.pending.objects import PodInfo
 from policies.pending.preemption import (
     NOT_ELIGIBLE_NEVER,
     NOT_ELIGIBLE_TERMINATING,
+    PreemptionAnalyser,
     analyse_preemption,
+    candidate_budget,
     holders_in_the_way,
 )
 from policies.pending.state import ClusterState
@@ -148,3 +150,21 @@ def test_events_of_an_earlier_pod_with_the_same_name_are_ignored(state: ClusterS
     stale["metadata"]["uid"] = "uid-of-the-recreated-pod"
     info = ClusterState.from_objects([stale]).pods[0]
     assert state.events.for_pod(info) == []
+
+
+def test_preemption_analyser_shares_reports_between_identical_pods(state: ClusterState) -> None:
+    twin = pod("ml", "medium-2", containers=[container("main", 4)], priority=None, priority_class="high",
+               preemption_policy=None)
+    twin_state = ClusterState.from_objects([*all_objects(), twin])
+    fits, preemption = FitAnalyser(twin_state), PreemptionAnalyser(twin_state)
+    first = preemption.analyse(fits.analyse(_pod(twin_state, "ml/medium")))
+    second = preemption.analyse(fits.analyse(_pod(twin_state, "ml/medium-2")))
+    assert second.pod.name == "medium-2" and second.candidates is first.candidates
+    assert [c.node for c in second.candidates][:1] == ["h100-a"]
+
+
+def test_candidate_budget_follows_the_scheduler_defaults() -> None:
+    # max(10 % of potential nodes, 100), never more than there are
+    assert candidate_budget(40) == 40
+    assert candidate_budget(500) == 100
+    assert candidate_budget(5000) == 500
