@@ -151,6 +151,7 @@ class ClusterAllocation:
     pools: list[PoolSummary]
     unknown_node_pods: list[PodInfo]  # bound to a node the input does not have
     gpu_resources: tuple[str, ...]
+    lowest_holder_priority: int | None = None  # lowest priority of a pod holding GPUs on a GPU node
 
     def pool(self, name: str, resource: str) -> PoolSummary | None:
         return next((p for p in self.pools if p.name == name and p.resource == resource), None)
@@ -213,8 +214,9 @@ def build_allocation(
                     count = alloc.gpus.get(r)
                     if count is not None:
                         count.nominated += n
+    lowest = min((p.priority for a in table.values() for p in a.pods if p.gpus), default=None)
     return ClusterAllocation(table, summarise_pools(table.values()), unknown,
-                             tuple(sorted({r for a in table.values() for r in a.gpus})))
+                             tuple(sorted({r for a in table.values() for r in a.gpus})), lowest)
 
 
 def summarise_pools(nodes: Iterable[NodeAllocation]) -> list[PoolSummary]:

@@ -76,6 +76,14 @@ class Condition:
     last_transition: str = ""
 
 
+def _pod_scheduled(raw: Any) -> Condition | None:
+    for c in as_list(raw):
+        if isinstance(c, Mapping) and c.get("type") == "PodScheduled":
+            return Condition("PodScheduled", _str(c.get("status")), _str(c.get("reason")), _str(c.get("message")),
+                             _str(c.get("lastTransitionTime")))
+    return None
+
+
 def _conditions(raw: Any) -> tuple[Condition, ...]:
     out = []
     for c in as_list(raw):
@@ -166,6 +174,7 @@ class PriorityClasses:
     dump): its class's value, else the global default class's, else 0 [W-prio]."""
 
     by_name: Mapping[str, PriorityClassInfo] = field(default_factory=dict)
+    global_default: PriorityClassInfo | None = None
 
     @classmethod
     def from_objects(cls, objects: Iterable[Mapping[str, Any]]) -> PriorityClasses:
@@ -174,11 +183,7 @@ class PriorityClasses:
             pc = priority_class_info(obj)
             if pc is not None:
                 found[pc.name] = pc
-        return cls(found)
-
-    @property
-    def global_default(self) -> PriorityClassInfo | None:
-        return next((pc for pc in self.by_name.values() if pc.global_default), None)
+        return cls(found, next((pc for pc in found.values() if pc.global_default), None))
 
     def resolve(self, spec: Mapping[str, Any]) -> tuple[int, str]:
         """(priority, preemptionPolicy) as the Priority admission plugin would set them."""
@@ -268,6 +273,8 @@ class PodReader:
                  priority_classes: PriorityClasses | None = None) -> None:
         self._gpu_names = gpu_names or GpuResourceNames()
         self._classes = priority_classes or PriorityClasses()
+        # Replicas share their resource stanzas: effective requests are computed once per shape.
+        self._requests_memo: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
 
     def is_gpu(self, name: str) -> bool:
         # Quota-like GPU-share resources (HAMi memory/cores) are not device counts.
@@ -276,12 +283,24 @@ class PodReader:
     def _wanted(self, name: str) -> bool:
         return name in CORE_RESOURCES or self.is_gpu(name)
 
-    def read(self, obj: Mapping[str, Any]) -> PodInfo | None:
-        meta = as_dict(obj.get("metadata"))
-        name = meta.get("name")
-        if not isinstance(name, str) or not name:
-            return None
-        spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
+    def effective_requests(self, obj: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+        """(GPU devices, other resources in scheduler units) the pod requests, as the scheduler sums them."""
+        spec = as_dict(obj.get("spec"))
+        shape = repr((
+            [(c.get("resources"), c.get("restartPolicy")) if isinstance(c, dict) else None
+             for c in as_list(spec.get("initContainers"))],
+            [c.get("resources") if isinstance(c, dict) else None for c in as_list(spec.get("containers"))],
+            spec.get("overhead"),
+            spec.get("resources"),
+        ))
+        found = self._requests_memo.get(shape)
+        if found is None:
+            found = self._requests(obj, spec)
+            if len(self._requests_memo) < 65536:
+                self._requests_memo[shape] = found
+        return found
+
+    def _requests(self, obj: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
         requests = pod_requests(pod_template(obj), self._wanted)
         pod_level = _quantities(as_dict(spec.get("resources")).get("requests"))
         for res in POD_LEVEL_RESOURCES:
@@ -292,9 +311,18 @@ class PodReader:
                 requests[res] = requests.get(res, Fraction(0)) + q
         gpus = {k: whole(v) for k, v in requests.items() if self.is_gpu(k) and v > 0}
         other = {k: scheduler_units(k, v) for k, v in requests.items() if k in CORE_RESOURCES and v > 0}
+        return gpus, other
+
+    def read(self, obj: Mapping[str, Any]) -> PodInfo | None:
+        meta = as_dict(obj.get("metadata"))
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            return None
+        spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
+        gpus, other = self.effective_requests(obj)
         priority, policy = self._classes.resolve(spec)
         gates = tuple(_str(as_dict(g).get("name")) for g in as_list(spec.get("schedulingGates")))
-        scheduled = next((c for c in _conditions(status.get("conditions")) if c.type == "PodScheduled"), None)
+        scheduled = _pod_scheduled(status.get("conditions"))
         return PodInfo(
             namespace=_str(meta.get("namespace")) or "default",
             name=name,

@@ -112,16 +112,31 @@ def analyse_preemption(state: ClusterState, fit: FitReport, limit: int = 5) -> P
     nodes = state.allocation.nodes
     nominated = nodes.get(pod.nominated_node) if pod.nominated_node else None
     if nominated is not None:
-        nominated_fit = next((n for n in fit.nodes if n.node == nominated.name), None)
+        nominated_fit = next(fit.iter_nodes(lambda a: a is nominated), None)
         # A nominated node that is now blocked (taint/affinity/cordon) lets the pod preempt again.
         if nominated_fit is None or not nominated_fit.blockers:
             terminating = tuple(p for p in nominated.pods if p.deleting and p.priority < pod.priority)
             if terminating:
                 return PreemptionReport(pod, False, NOT_ELIGIBLE_TERMINATING, waiting_on=terminating)
-    potential = [nf for nf in fit.nodes if not nf.blockers and not nf.fits]
-    budget = candidate_budget(len(potential))
+    # potential nodes: those not rejected as UnschedulableAndUnresolvable
+    budget = candidate_budget(max(0, fit.node_count - fit.unresolvable_count))
     candidates: list[Candidate] = []
-    for nf in potential:
+    any_potential = fit.node_count > fit.unresolvable_count
+    lowest = state.allocation.lowest_holder_priority
+    exclude = pod.uid if pod.nominated_node else ""
+
+    def could_fit(alloc: NodeAllocation) -> bool:
+        """Cheap bound: even evicting every lower-priority GPU holder leaves too few GPUs."""
+        for r, want in pod.gpus.items():
+            lower = sum(p.gpus.get(r, 0) for p in alloc.pods if p.priority < pod.priority)
+            if alloc.balance(r, pod.priority, exclude) + lower < want:
+                return False
+        return True
+
+    nobody_lower = lowest is None or lowest >= pod.priority  # no pod anywhere has a lower priority
+    for nf in () if nobody_lower else fit.iter_nodes(could_fit):
+        if nf.blockers or nf.fits:
+            continue
         victims = victims_on(nodes[nf.node], pod)
         if victims is None:
             continue
@@ -130,14 +145,13 @@ def analyse_preemption(state: ClusterState, fit: FitReport, limit: int = 5) -> P
         if len(candidates) >= budget:
             break
     candidates.sort(key=lambda c: c.rank)
-    unresolvable = sum(1 for n in fit.nodes if n.blockers)
     if candidates:
         note = f"evicting lower-priority pods on {len(candidates)} node(s) would make room; {PDB_NOTE}"
-    elif not potential:
+    elif not any_potential:
         note = "preemption cannot help: every GPU node is excluded by taints, node affinity or cordon"
     else:
         note = f"no node has enough GPUs held by pods of priority below {pod.priority}"
-    return PreemptionReport(pod, True, note, candidates[:limit], unresolvable_nodes=unresolvable)
+    return PreemptionReport(pod, True, note, candidates[:limit], unresolvable_nodes=fit.unresolvable_count)
 
 
 class PreemptionAnalyser:
@@ -149,14 +163,15 @@ class PreemptionAnalyser:
         self._memo: dict[tuple[int, str], tuple[object, PreemptionReport]] = {}
 
     def analyse(self, fit: FitReport) -> PreemptionReport:
-        # FitAnalyser hands pods with the same demands the same ``nodes`` tuple; the tuple is kept
-        # with the entry, so its id cannot be reused by another object while the entry lives.
-        key = (id(fit.nodes), fit.pod.preemption_policy)
+        # FitAnalyser hands pods with the same demands the same node source; it is kept with the
+        # entry, so its id cannot be reused by another object while the entry lives.
+        shared: object = fit.source if fit.source is not None else fit.open_nodes
+        key = (id(shared), fit.pod.preemption_policy)
         entry = self._memo.get(key)
-        if entry is None or entry[0] is not fit.nodes:
+        if entry is None or entry[0] is not shared:
             if len(self._memo) >= 4096:
                 self._memo.clear()
-            entry = self._memo[key] = (fit.nodes, analyse_preemption(self.state, fit, self.limit))
+            entry = self._memo[key] = (shared, analyse_preemption(self.state, fit, self.limit))
         found = entry[1]
         if found.pod is fit.pod:
             return found
