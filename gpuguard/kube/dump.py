@@ -23,12 +23,14 @@ import msgspec
 
 from gpuguard.kube.prune import PAGE, decode_item
 from gpuguard.sources.loader import parse_text
-from gpuguard.sources.yamlsafe import InputError, decode
+from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, decode
 from policies.pending.state import ClusterObjects
 
 # Dumps are far larger than manifests (a 50,000-pod JSON dump is about 500 MB with kubectl's
-# indentation); the cap bounds memory, not usefulness.
+# indentation); the caps bound memory.  JSON decodes pruned, at about twice the file size; parsed
+# YAML (node tree and data) takes about 40 times its size, so YAML keeps the manifest limit.
 MAX_DUMP_BYTES = 2 * 1024 * 1024 * 1024
+MAX_YAML_BYTES = MAX_FILE_BYTES
 STDIN = "-"
 KINDS = ("Node", "Pod", "Event", "PriorityClass", "RuntimeClass")
 
@@ -111,7 +113,8 @@ def _load_yaml(data: bytes, name: str, out: ClusterObjects) -> list[InputError]:
     return parsed.errors
 
 
-def load_dumps(names: Sequence[str], *, max_bytes: int = MAX_DUMP_BYTES) -> DumpLoad:
+def load_dumps(names: Sequence[str], *, max_bytes: int = MAX_DUMP_BYTES,
+               max_yaml_bytes: int = MAX_YAML_BYTES) -> DumpLoad:
     """Read every file; errors are collected per file, never raised."""
     result = DumpLoad()
     for name in names:
@@ -121,6 +124,11 @@ def load_dumps(names: Sequence[str], *, max_bytes: int = MAX_DUMP_BYTES) -> Dump
             data = _read(name, max_bytes)
             if data.lstrip()[:1] in (b"{", b"["):
                 _load_json(data, shown, result.objects)
+            elif len(data) > max_yaml_bytes:
+                raise InputError(shown, 0, f"YAML dump is {len(data) / 1048576:.0f} MiB; YAML is read up to "
+                                 f"{max_yaml_bytes // 1048576} MiB (about 10,000 pods): write large dumps "
+                                 "with `kubectl get … -o json`, which is read up to "
+                                 f"{max_bytes // 1048576} MiB and much faster")
             else:
                 result.errors.extend(_load_yaml(data, shown, result.objects))
         except InputError as exc:

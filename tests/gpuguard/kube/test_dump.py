@@ -110,3 +110,8 @@ def test_alias_bomb_missing_file_and_size_limit(tmp_path: Path) -> None:
     big = _yaml(tmp_path / "big.yaml", scenario()["nodes"])
     (too_big,) = load_dumps([str(big)], max_bytes=1000).errors
     assert "limit" in too_big.message
+    (yaml_too_big,) = load_dumps([str(big)], max_yaml_bytes=1000).errors
+    assert "-o json" in yaml_too_big.message
+    as_json = tmp_path / "big.json"
+    as_json.write_text(json.dumps(as_list_document(scenario()["nodes"])))
+    assert load_dumps([str(as_json)], max_yaml_bytes=1000).errors == []
