@@ -25,6 +25,8 @@ from typing import Any
 import httpx
 import orjson
 
+from policies.pending.diagnose import GpuUse
+
 DEFAULT_TIMEOUT_SECONDS = 10.0
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 UTIL_METRIC = "DCGM_FI_DEV_GPU_UTIL"  # gauge, percent [D-csv]
@@ -274,6 +276,11 @@ class UtilizationReport:
 
     def idle_pods(self, threshold: float = IDLE_THRESHOLD_PERCENT) -> list[PodUtilization]:
         return sorted((p for p in self.by_pod().values() if p.idle(threshold)), key=lambda p: (p.namespace, p.pod))
+
+
+def gpu_use(report: UtilizationReport) -> dict[tuple[str, str], GpuUse]:
+    """The engine's view of a report: (namespace, pod) -> max/avg utilization and sample count."""
+    return {k: GpuUse(p.max_percent, p.avg_percent, p.samples) for k, p in report.by_pod().items()}
 
 
 def _key(labels: Mapping[str, str]) -> tuple[str, ...]:

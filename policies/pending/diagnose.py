@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from policies.pending import fit as fitmod
@@ -151,15 +152,32 @@ def _node_state_taint(blocker: str) -> bool:
                              "node.kubernetes.io/unschedulable")) for t in taints)
 
 
+def _observed_whole_window(pod: PodInfo, window_start: datetime | None) -> bool:
+    """True when the pod started before the window: ``max_over_time`` only sees samples that exist,
+    so a pod started ten minutes ago would look idle over an hour (pending-gpus.md §5.3)."""
+    if window_start is None:
+        return True
+    started = _time(pod.started or pod.created)
+    return started is not None and started <= window_start
+
+
+def _time(text: str) -> datetime | None:
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
 def _idle_reason(state: ClusterState, report: FitReport, use: Mapping[tuple[str, str], GpuUse],
-                 threshold: float) -> Reason | None:
+                 threshold: float, window_start: datetime | None) -> Reason | None:
     if report.verdict == fitmod.FITS:
         return None
     holders = holders_in_the_way(state, report)
     idle = []
     for h in holders:
         u = use.get((h.pod.namespace, h.pod.name))
-        if u is not None and u.max_percent < threshold:
+        if u is not None and u.max_percent < threshold and _observed_whole_window(h.pod, window_start):
             idle.append((h, u))
     if not idle:
         return None
@@ -199,11 +217,13 @@ def diagnose(
     static: Mapping[str, list[str]] | None = None,
     use: Mapping[tuple[str, str], GpuUse] | None = None,
     idle_threshold: float = 1.0,
+    window_start: datetime | None = None,
 ) -> Diagnosis:
     """Reasons for ``pods`` (default: every pending GPU pod) and the per-pool summary.
 
     ``static`` maps ``namespace/name`` to the engine's finding messages for that pod; ``use`` maps
-    (namespace, pod) to measured GPU utilization (None: no utilization data, no ``idle`` column).
+    (namespace, pod) to measured GPU utilization (None: no utilization data, no ``idle`` column);
+    with ``window_start``, only pods started before it can be idle holders.
     """
     fits, preemption = FitAnalyser(state), PreemptionAnalyser(state)
     chosen = list(state.pending_gpu_pods() if pods is None else pods)
@@ -230,7 +250,7 @@ def diagnose(
         if report.verdict != fitmod.FITS:
             reasons.extend(_health_reasons(state, report))
         if use is not None:
-            idle = _idle_reason(state, report, use, idle_threshold)
+            idle = _idle_reason(state, report, use, idle_threshold, window_start)
             if idle:
                 reasons.append(idle)
         pre = preemption.analyse(report) if report.verdict != fitmod.FITS else None
@@ -248,6 +268,7 @@ def diagnose(
                 for n in names
                 for p in state.allocation.nodes[n].pods
                 if (u := use.get((p.namespace, p.name))) is not None and u.max_percent < idle_threshold
+                and _observed_whole_window(p, window_start)
             )
         out.pools.append(PoolView(pool, idle_gpus))
     return out

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from gpuguard.prometheus import PrometheusClient, PrometheusError, gpu_utilization, parse_window
+from gpuguard.prometheus import PrometheusClient, PrometheusError, gpu_use, gpu_utilization, parse_window
 from tests.support.prometheus import HistorySeries, RunningPrometheus, free_port, prometheus_with_history
 
 METRIC = "DCGM_FI_DEV_GPU_UTIL"
@@ -89,6 +89,9 @@ def test_idle_pods_over_the_last_hour(prom: RunningPrometheus) -> None:
     # a full hour at 30 s holds 120-121 samples; the new pod only about 20: callers can tell them apart
     assert pods[("ml", "notebook-idle")].samples >= 120
     assert pods[("ml", "just-started")].samples <= 21
+    # what the engine's diagnosis takes
+    use = gpu_use(report)
+    assert use[("ml", "init-pod")].max_percent == 0.4 and use[("ml", "train-a")].max_percent == 99.0
 
 
 @pytest.mark.integration

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from policies.pending import diagnose as dg
@@ -81,3 +83,13 @@ def test_json_shape_matches_the_issue(state: ClusterState) -> None:
     assert h100 == {"name": f"{H100} (p5.48xlarge)", "resource": "nvidia.com/gpu", "allocatable": 24,
                     "allocated": 18, "free": 4, "idle": 5}
     assert "idle" not in diagnose(state).to_dict()["cluster"]["pools"][0]
+
+
+def test_pods_younger_than_the_window_are_not_idle_holders(state: ClusterState) -> None:
+    # init-pod started 11:00, notebook-idle the day before: a window from 10:30 keeps only the notebook
+    result = diagnose(state, use=USE, window_start=datetime(2026, 11, 30, 10, 30, tzinfo=UTC))
+    big = next(p for p in result.pods if p.pod.name == "big-train")
+    idle = next(r for r in big.reasons if r.kind == dg.IDLE_HOLDERS)
+    assert idle.pods == ("ml/notebook-idle",)
+    h100 = next(p for p in result.pools if p.pool.name.startswith(H100))
+    assert h100.idle == 2
