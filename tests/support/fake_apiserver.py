@@ -2,8 +2,13 @@
 
 It keeps an event history per resource, streams watch events as chunked JSON lines, can expire
 resource versions (an ERROR event with code 410, as etcd compaction produces), can fail requests
-with HTTP 500, and pages lists with ``limit``/``continue``.  Resources are registered in
-``RESOURCES`` (path, TypeMeta, List TypeMeta); tests may register more before starting a server.
+with HTTP 500 or refuse them with 403, and pages lists with ``limit``/``continue``.  Resources are
+registered in ``PATHS``/``TYPE_META``/``LIST_META``; tests may register more before starting a server.
+
+Namespaced resources (pods, events) are served cluster-wide (``/api/v1/pods``) and per namespace
+(``/api/v1/namespaces/NS/pods``), keyed ``namespace/name``, and honour equality field selectors
+(``a.b=c``, ``a.b==c``, ``a.b!=c``, comma-separated) on the fields the API server supports for
+them; an unsupported field is a 400, as the API server answers.
 """
 
 from __future__ import annotations
@@ -13,30 +18,81 @@ import copy
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 DEADLINE = 15.0
 PATHS: dict[str, str] = {
     "/api/v1/nodes": "nodes",
     "/apis/node.k8s.io/v1/runtimeclasses": "runtimeclasses",
     "/apis/karpenter.sh/v1/nodepools": "nodepools",
+    "/api/v1/pods": "pods",
+    "/api/v1/events": "events",
+    "/apis/scheduling.k8s.io/v1/priorityclasses": "priorityclasses",
 }
+NAMESPACED = frozenset({"pods", "events"})
+# What a server serves unless told otherwise (the webhook's facts); ALL_RESOURCES adds the rest.
+DEFAULT_RESOURCES = ("nodes", "runtimeclasses", "nodepools")
 TYPE_META: dict[str, dict[str, str]] = {
     "nodes": {"apiVersion": "v1", "kind": "Node"},
     "runtimeclasses": {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass"},
     "nodepools": {"apiVersion": "karpenter.sh/v1", "kind": "NodePool"},
+    "pods": {"apiVersion": "v1", "kind": "Pod"},
+    "events": {"apiVersion": "v1", "kind": "Event"},
+    "priorityclasses": {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass"},
 }
 LIST_META: dict[str, dict[str, str]] = {
     "nodes": {"apiVersion": "v1", "kind": "NodeList"},
     "runtimeclasses": {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClassList"},
     "nodepools": {"apiVersion": "karpenter.sh/v1", "kind": "NodePoolList"},
+    "pods": {"apiVersion": "v1", "kind": "PodList"},
+    "events": {"apiVersion": "v1", "kind": "EventList"},
+    "priorityclasses": {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClassList"},
 }
+ALL_RESOURCES = tuple(TYPE_META)
 # Resources of CRDs: answered with 404 until the test "installs" the CRD (``absent.discard``).
 OPTIONAL = frozenset({"nodepools"})
+# Field selectors the API server accepts per resource (pkg/registry/core/pod/strategy.go
+# PodToSelectableFields, pkg/registry/core/event/strategy.go ToSelectableFields; subset).
+FIELD_LABELS: dict[str, frozenset[str]] = {
+    "pods": frozenset({"metadata.name", "metadata.namespace", "spec.nodeName", "spec.schedulerName",
+                       "status.phase", "status.nominatedNodeName"}),
+    "events": frozenset({"metadata.name", "metadata.namespace", "involvedObject.kind", "involvedObject.name",
+                         "involvedObject.namespace", "involvedObject.uid", "reason", "type"}),
+}
+
+
+def _field(obj: dict[str, Any], path: str) -> str:
+    node: Any = obj
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return "" if node is None else str(node)
+
+
+def parse_field_selector(resource: str, text: str) -> list[tuple[str, str, bool]] | str:
+    """[(field, value, equal)], or an error message for an unsupported field."""
+    terms: list[tuple[str, str, bool]] = []
+    for term in filter(None, text.split(",")):
+        if "!=" in term:
+            key, value, equal = *term.split("!=", 1), False
+        elif "==" in term:
+            key, value, equal = *term.split("==", 1), True
+        elif "=" in term:
+            key, value, equal = *term.split("=", 1), True
+        else:
+            return f"invalid field selector term {term!r}"
+        if key not in FIELD_LABELS.get(resource, frozenset()):
+            return f'field label not supported: "{key}"'
+        terms.append((key, value, equal))
+    return terms
+
+
+def _key(resource: str, obj: dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{meta.get('namespace') or 'default'}/{meta['name']}" if resource in NAMESPACED else str(meta["name"])
 EXPIRED = {
     "kind": "Status",
     "apiVersion": "v1",
@@ -111,18 +167,24 @@ def runtime_class(name: str, handler: str) -> dict[str, Any]:
 class FakeApiServer:
     """Objects, an event history and request counters per resource."""
 
-    def __init__(self) -> None:
+    def __init__(self, resources: Iterable[str] = DEFAULT_RESOURCES) -> None:
+        """Serve ``resources`` (names from TYPE_META); others answer 404 as if not installed."""
+        served = tuple(resources)
+        self.served = frozenset(served)
         self.cond = threading.Condition()
         self.rv = 1
-        self.objects: dict[str, dict[str, dict[str, Any]]] = {r: {} for r in TYPE_META}
-        self.history: dict[str, list[tuple[int, dict[str, Any]]]] = {r: [] for r in TYPE_META}
-        self.compacted: dict[str, int] = dict.fromkeys(TYPE_META, 0)
-        self.list_calls: dict[str, int] = dict.fromkeys(TYPE_META, 0)
-        self.page_calls: dict[str, int] = dict.fromkeys(TYPE_META, 0)
-        self.watch_calls: dict[str, int] = dict.fromkeys(TYPE_META, 0)
-        self.fail_lists: dict[str, int] = dict.fromkeys(TYPE_META, 0)
-        self.fail_watches: dict[str, int] = dict.fromkeys(TYPE_META, 0)
-        self.expire_continue: dict[str, int] = dict.fromkeys(TYPE_META, 0)
+        self.objects: dict[str, dict[str, dict[str, Any]]] = {r: {} for r in served}
+        self.history: dict[str, list[tuple[int, dict[str, Any]]]] = {r: [] for r in served}
+        self.compacted: dict[str, int] = dict.fromkeys(served, 0)
+        self.list_calls: dict[str, int] = dict.fromkeys(served, 0)
+        self.page_calls: dict[str, int] = dict.fromkeys(served, 0)
+        self.watch_calls: dict[str, int] = dict.fromkeys(served, 0)
+        self.fail_lists: dict[str, int] = dict.fromkeys(served, 0)
+        self.fail_watches: dict[str, int] = dict.fromkeys(served, 0)
+        self.expire_continue: dict[str, int] = dict.fromkeys(served, 0)
+        # "pods" refuses cluster-wide lists of pods with 403; "pods@ml" refuses namespace ml
+        self.forbidden: set[str] = set()
+        self.list_queries: list[tuple[str, str | None, dict[str, list[str]]]] = []
         self.watch_queries: list[dict[str, list[str]]] = []
         self.watch_log: list[tuple[str, int]] = []  # (resource, resourceVersion) of each watch
         self.absent: set[str] = set(OPTIONAL)  # CRDs not installed
@@ -140,13 +202,14 @@ class FakeApiServer:
             self.rv += 1
             obj = copy.deepcopy(obj)
             obj.setdefault("metadata", {})["resourceVersion"] = str(self.rv)
-            name = obj["metadata"]["name"]
+            name = _key(resource, obj)
             kind = "MODIFIED" if name in self.objects[resource] else "ADDED"
             self.objects[resource][name] = obj
             if notify:
                 self._record(resource, kind, obj)
 
     def delete(self, resource: str, name: str) -> None:
+        """``name`` is ``namespace/name`` for namespaced resources."""
         with self.cond:
             self.rv += 1
             obj = self.objects[resource].pop(name)
@@ -168,8 +231,26 @@ class FakeApiServer:
             self.cond.notify_all()
 
     # --- request side ---
-    def list_page(self, resource: str, limit: int | None, token: str | None) -> tuple[int, dict[str, Any]]:
+    def list_page(
+        self,
+        resource: str,
+        limit: int | None,
+        token: str | None,
+        namespace: str | None = None,
+        field_selector: str = "",
+    ) -> tuple[int, dict[str, Any]]:
         with self.cond:
+            scope = f"{resource}@{namespace}" if namespace else resource
+            if scope in self.forbidden:
+                where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+                return 403, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                             "reason": "Forbidden", "code": 403,
+                             "message": f'{resource} is forbidden: User "system:serviceaccount:gpuguard:gpuguard" '
+                                        f'cannot list resource "{resource}" in API group ""{where}'}
+            terms = parse_field_selector(resource, field_selector)
+            if isinstance(terms, str):
+                return 400, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                             "reason": "BadRequest", "code": 400, "message": terms}
             self.page_calls[resource] += 1
             if token and self.expire_continue[resource] > 0:
                 self.expire_continue[resource] -= 1
@@ -182,7 +263,12 @@ class FakeApiServer:
                                  "reason": "InternalError", "code": 500, "message": "etcd unavailable"}
             items = []
             for name in sorted(self.objects[resource]):
-                item = copy.deepcopy(self.objects[resource][name])
+                stored = self.objects[resource][name]
+                if namespace and stored["metadata"].get("namespace") != namespace:
+                    continue
+                if any((_field(stored, k) == v) != eq for k, v, eq in terms):
+                    continue
+                item = copy.deepcopy(stored)
                 item.pop("kind", None)  # the API server omits TypeMeta on list items
                 item.pop("apiVersion", None)
                 items.append(item)
@@ -233,14 +319,21 @@ def make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _route(self, path: str) -> tuple[str | None, str | None]:
+            parts = path.split("/")
+            # /api/v1/namespaces/NS/RESOURCE
+            if len(parts) == 6 and parts[:4] == ["", "api", "v1", "namespaces"] and parts[5] in NAMESPACED:
+                return parts[5], unquote(parts[4])
+            return PATHS.get(path), None
+
         def do_GET(self) -> None:
             url = urlsplit(self.path)
-            resource = PATHS.get(url.path)
+            resource, namespace = self._route(url.path)
             if resource is not None and resource in api.absent:
                 with api.cond:
                     api.list_calls[resource] += 1  # counted, so tests can wait for a recheck
                 resource = None
-            if resource is None:
+            if resource is None or resource not in api.served:
                 self._json(404, {"kind": "Status", "code": 404, "status": "Failure", "reason": "NotFound"})
                 return
             query = parse_qs(url.query)
@@ -249,7 +342,10 @@ def make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             else:
                 limit = int(query["limit"][0]) if "limit" in query else None
                 token = query.get("continue", [None])[0]
-                self._json(*api.list_page(resource, limit, token))
+                selector = query.get("fieldSelector", [""])[0]
+                with api.cond:
+                    api.list_queries.append((resource, namespace, query))
+                self._json(*api.list_page(resource, limit, token, namespace, selector))
 
         def _watch(self, resource: str, query: dict[str, list[str]]) -> None:
             with api.cond:

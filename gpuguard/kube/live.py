@@ -1,0 +1,213 @@
+"""List the objects the pending-pod analysis needs from a live cluster, read-only.
+
+Uses the ``kubernetes`` client's list calls only (RBAC: ``list`` on nodes, pods, events,
+priorityclasses and, optionally, runtimeclasses), paginated with ``limit``/``continue``; an expired
+continue token (HTTP 410) restarts that list.  Bodies are decoded with msgspec into pruned dicts
+(see prune.py), so a large cluster costs little memory.
+
+* Pods are listed cluster-wide with ``status.phase!=Succeeded,status.phase!=Failed``, the same
+  filter as the scheduler's informer (pending-gpus.md §2.1): every namespace's pods hold GPUs.
+  When only one namespace may be read, that namespace is listed and a note says allocation is
+  partial.
+* Events are filtered to ``reason=FailedScheduling`` (a field selector the core/v1 Event API
+  supports; pending-gpus.md §1.5).
+* Nodes and pods are required; a failure to list events, PriorityClasses or RuntimeClasses
+  becomes a note.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuguard.kube.prune import PAGE, decode_item
+from policies.pending.state import ClusterObjects
+
+PAGE_SIZE = 500
+CONNECT_TIMEOUT_SECONDS = 10.0
+READ_TIMEOUT_SECONDS = 60.0
+NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+SCHEDULING_EVENTS = "reason=FailedScheduling"
+MAX_RESTARTS = 3
+HTTP_FORBIDDEN = 403
+HTTP_GONE = 410
+
+
+class LiveError(Exception):
+    """A required list failed; the message names the resource and, for 403, the RBAC needed."""
+
+
+@dataclass(slots=True)
+class LiveListing:
+    objects: ClusterObjects = field(default_factory=ClusterObjects)
+    notes: list[str] = field(default_factory=list)
+    requests: int = 0
+
+
+class _Gone(Exception):
+    pass
+
+
+def _status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status", None)
+    return status if isinstance(status, int) else None
+
+
+def _reason(exc: BaseException) -> str:
+    """The API server's Status message when there is one, else the exception's text."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, bytes | str) and body:
+        try:
+            status = json.loads(body)
+        except ValueError:
+            status = None
+        if isinstance(status, dict) and isinstance(status.get("message"), str):
+            return str(status["message"])[:300]
+    reason = getattr(exc, "reason", None)
+    return str(reason or exc or type(exc).__name__).splitlines()[0][:300]
+
+
+class _Lister:
+    def __init__(self, api_client: Any, page_size: int, timeout: tuple[float, float]) -> None:
+        self.api_client = api_client
+        self.page_size = page_size
+        self.timeout = timeout
+        self.requests = 0
+
+    def _method(self, api: str, name: str) -> Callable[..., Any]:
+        import kubernetes.client
+
+        method: Callable[..., Any] = getattr(getattr(kubernetes.client, api)(self.api_client), name)
+        return method
+
+    def collect(self, api: str, method: str, kind: str, out: list[Any], **kwargs: Any) -> None:
+        """Every page of one list; restarts (at most MAX_RESTARTS times) when a token expires."""
+        for _attempt in range(MAX_RESTARTS + 1):
+            found: list[Any] = []
+            try:
+                self._pages(self._method(api, method), kind, found, kwargs)
+            except _Gone:
+                continue
+            out.extend(found)
+            return
+        raise LiveError(f"listing {kind} objects: the continue token kept expiring (HTTP 410)")
+
+    def _pages(self, method: Callable[..., Any], kind: str, found: list[Any], kwargs: dict[str, Any]) -> None:
+        token: str | None = None
+        while True:
+            call = {**kwargs, "limit": self.page_size, "_preload_content": False, "_request_timeout": self.timeout}
+            if token:
+                call["_continue"] = token
+            self.requests += 1
+            try:
+                resp = method(**call)
+            except Exception as exc:
+                if _status_of(exc) == HTTP_GONE and token:
+                    raise _Gone from None
+                raise
+            try:
+                status = getattr(resp, "status", 200)
+                body = resp.data
+            finally:
+                resp.release_conn()
+            if status == HTTP_GONE and token:
+                raise _Gone
+            if not 200 <= status <= 299:
+                raise _HttpError(status, body[:200].decode("utf-8", "replace"))
+            page = PAGE.decode(body)
+            for raw in page.items or ():
+                obj = decode_item(raw, kind)
+                if isinstance(obj, dict):
+                    found.append(obj)
+            token = page.metadata.get("continue") or None
+            if not token:
+                return
+
+
+class _HttpError(Exception):
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.reason = f"HTTP {status}"
+        self.body = body
+
+
+def _rbac(verb_resource: str, scope: str) -> str:
+    return f"grant `list` on {verb_resource} ({scope}) to this identity"
+
+
+def list_cluster(
+    api_client: Any,
+    namespace: str | None = None,
+    *,
+    page_size: int = PAGE_SIZE,
+    timeout: tuple[float, float] = (CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS),
+    runtime_classes: bool = True,
+) -> LiveListing:
+    """Nodes, non-terminal pods, FailedScheduling events, PriorityClasses (and RuntimeClasses).
+
+    ``namespace`` limits the events listed (the pods to explain live there); pods are listed
+    cluster-wide unless that is forbidden.  Raises LiveError when nodes or pods cannot be listed.
+    """
+    lister = _Lister(api_client, page_size, timeout)
+    listing = LiveListing()
+    objects = listing.objects
+
+    def required(what: str, scope: str, api: str, method: str, kind: str, out: list[Any], **kw: Any) -> None:
+        try:
+            lister.collect(api, method, kind, out, **kw)
+        except LiveError:
+            raise
+        except Exception as exc:
+            status = _status_of(exc)
+            hint = f"; {_rbac(what, scope)}" if status == HTTP_FORBIDDEN else ""
+            raise LiveError(f"cannot list {what}: {_reason(exc)}{hint}") from None
+
+    def optional(what: str, api: str, method: str, kind: str, out: list[Any], **kw: Any) -> None:
+        try:
+            lister.collect(api, method, kind, out, **kw)
+        except Exception as exc:
+            listing.notes.append(f"{what} not listed ({_reason(exc)}); the analysis continues without them")
+
+    required("nodes", "cluster", "CoreV1Api", "list_node", "Node", objects.nodes)
+    try:
+        lister.collect("CoreV1Api", "list_pod_for_all_namespaces", "Pod", objects.pods,
+                       field_selector=NON_TERMINAL_PODS)
+    except Exception as exc:
+        if _status_of(exc) != HTTP_FORBIDDEN or not namespace:
+            status = _status_of(exc)
+            hint = f"; {_rbac('pods', 'all namespaces')}" if status == HTTP_FORBIDDEN else ""
+            raise LiveError(f"cannot list pods: {_reason(exc)}{hint}") from None
+        required("pods", f"namespace {namespace}", "CoreV1Api", "list_namespaced_pod", "Pod", objects.pods,
+                 namespace=namespace, field_selector=NON_TERMINAL_PODS)
+        listing.notes.append(
+            f"pods could only be listed in namespace {namespace}: GPUs held by pods of other namespaces are "
+            "not counted, so free GPUs are overstated"
+        )
+    if namespace:
+        optional("FailedScheduling events", "CoreV1Api", "list_namespaced_event", "Event", objects.events,
+                 namespace=namespace, field_selector=SCHEDULING_EVENTS)
+    else:
+        optional("FailedScheduling events", "CoreV1Api", "list_event_for_all_namespaces", "Event", objects.events,
+                 field_selector=SCHEDULING_EVENTS)
+    optional("PriorityClasses", "SchedulingV1Api", "list_priority_class", "PriorityClass", objects.priority_classes)
+    if runtime_classes:
+        optional("RuntimeClasses", "NodeV1Api", "list_runtime_class", "RuntimeClass", objects.runtime_classes)
+    listing.requests = lister.requests
+    return listing
+
+
+def api_client_from(kubeconfig: str | None, in_cluster: bool) -> Any:
+    """A ``kubernetes.client.ApiClient`` for the service account or a kubeconfig (None: default)."""
+    from kubernetes import client
+    from kubernetes import config as kube_config
+
+    config: Any = kube_config  # untyped module
+    configuration = client.Configuration()
+    if in_cluster:
+        config.load_incluster_config(client_configuration=configuration)
+    else:
+        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    return client.ApiClient(configuration)
