@@ -18,6 +18,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "explain-image": ("linter.cmd_explain_image", "show an image's CUDA version and which nodes can run it"),
     "serve": ("webhook.cmd_serve", "run the validating/mutating admission webhook over TLS"),
     "certs": ("certs.cmd_certs", "create a CA and serving certificate for the webhook"),
+    "completion": ("gpuguard.completion", "print a bash or zsh completion script"),
 }
 
 
