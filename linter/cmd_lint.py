@@ -54,6 +54,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the fixes as a unified diff and write nothing (the report then goes to stderr)",
     )
+    parser.add_argument(
+        "--stdin-filename",
+        metavar="NAME",
+        help="the name reports give stdin (`-`, the default input with this flag); Helm output is "
+        "reported at the templates its `# Source:` comments name",
+    )
+    parser.add_argument(
+        "--helm-chart",
+        metavar="DIR",
+        help="the chart directory Helm rendered into stdin: SARIF and GitHub reports name its templates "
+        "DIR/templates/… instead of <chart name>/templates/…",
+    )
     from gpuguard.registry.cli import add_arguments as add_registry_arguments
 
     add_registry_arguments(parser, default_on=False)
@@ -94,10 +106,11 @@ def _fix(
 
 def run(args: argparse.Namespace) -> int:
     import difflib
+    from pathlib import Path
 
     from gpuguard.registry.cli import RegistryUsageError, effective_settings
     from gpuguard.sources.configfile import load_config_file
-    from gpuguard.sources.inputs import collect
+    from gpuguard.sources.inputs import STDIN_NAME, Input, collect
     from gpuguard.sources.snapshot import load_cluster_facts
     from gpuguard.sources.yamlsafe import InputError
     from linter.lint import lint_text
@@ -118,8 +131,18 @@ def run(args: argparse.Namespace) -> int:
 
     from policies.effective_facts import effective_facts
 
-    inputs, missing = collect(args.paths or ["."])
+    paths = args.paths or (["-"] if args.stdin_filename else ["."])
+    if args.stdin_filename is not None and "-" not in paths:
+        sys.stderr.write("gpuguard lint: --stdin-filename names stdin: add - to the paths\n")
+        return EXIT_ERROR
+    if args.helm_chart is not None and not Path(args.helm_chart, "Chart.yaml").is_file():
+        sys.stderr.write(f"gpuguard lint: --helm-chart {args.helm_chart}: no Chart.yaml in that directory\n")
+        return EXIT_ERROR
+    inputs, missing = collect(paths)
+    stdin_name = args.stdin_filename or STDIN_NAME
+    inputs = [Input(stdin_name, None) if item.path is None else item for item in inputs]
     report = Report(errors=missing, fail_on=Severity.parse(args.fail_on), cluster=args.cluster)
+    report.stdin_name, report.helm_chart = stdin_name, args.helm_chart
     seen = effective_facts(facts, config)
     report.extended_resource_toleration = seen.extended_resource_toleration_reason
     report.scaling_pools = [f"{pool.pool.origin} {pool.name!r}" for pool in seen.pools if pool.pool is not None]

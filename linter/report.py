@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuguard.sources.inputs import STDIN_NAME
 from gpuguard.sources.yamlsafe import InputError
 from linter.lint import FileResult, Located
 from policies.types import Severity
@@ -24,6 +25,8 @@ class Report:
     # What the cluster facts say about the cluster beyond its nodes (policies.managed, capacity).
     extended_resource_toleration: str | None = None
     scaling_pools: list[str] = field(default_factory=list)
+    stdin_name: str = STDIN_NAME  # what stdin is called in the report (--stdin-filename)
+    helm_chart: str | None = None  # the rendered chart's directory (--helm-chart), for template paths
 
     @property
     def findings(self) -> list[Located]:

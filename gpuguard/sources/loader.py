@@ -90,17 +90,23 @@ def segments(lines: list[str]) -> list[Segment]:
     return out
 
 
-def helm_source(lines: list[str], seg: Segment) -> str | None:
-    for line in lines[seg.start : seg.end]:
-        stripped = line.strip()
+def helm_source_line(lines: list[str], seg: Segment) -> tuple[int, str] | None:
+    """(0-based line, template) of the Helm `# Source:` comment heading a segment, if any."""
+    for i in range(seg.start, seg.end):
+        stripped = lines[i].strip()
         if not stripped:
             continue
         if not stripped.startswith("#"):
             return None
         m = _SOURCE.match(stripped)
         if m:
-            return m.group(1)
+            return i, m.group(1)
     return None
+
+
+def helm_source(lines: list[str], seg: Segment) -> str | None:
+    found = helm_source_line(lines, seg)
+    return found[1] if found else None
 
 
 def first_template_line(lines: list[str]) -> int | None:

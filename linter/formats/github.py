@@ -1,13 +1,16 @@
 """``--format github``: GitHub Actions workflow commands that annotate the files in a pull request.
 
 Escaping follows actions/toolkit packages/core/src/command.ts: in the message ``%``, CR and LF are
-percent-encoded; in property values ``:`` and ``,`` are as well.
+percent-encoded; in property values ``:`` and ``,`` are as well.  Helm output read from stdin is annotated at the
+chart templates its `# Source:` comments name (see linter.artifacts), and the message says that
+the line is inside the rendered document.
 """
 
 from __future__ import annotations
 
 from typing import TextIO
 
+from linter.artifacts import Placer
 from linter.report import Report
 from policies.types import Severity
 
@@ -28,16 +31,26 @@ def command(name: str, message: str, **props: object) -> str:
 
 
 def render(report: Report, stream: TextIO) -> None:
+    placer = Placer(report)
     for f in report.findings:
+        place = placer.place(f.file, f.line, f.column)
         message = f.finding.message
-        if f.source:
+        if place.rendered:
+            message += f" ({place.note()})"
+        elif f.source:
             message += f" (source: {f.source})"
         stream.write(
-            command(COMMAND[f.finding.severity], message, file=f.file, line=f.line, col=f.column, title=f.finding.rule)
+            command(
+                COMMAND[f.finding.severity], message, file=place.file, line=place.line, col=place.column,
+                title=f.finding.rule,
+            )
             + "\n"
         )
     for e in report.all_errors:
-        stream.write(command("error", e.message, file=e.file, line=max(e.line, 1), title="gpuguard input error") + "\n")
+        place = placer.place(e.file, e.line, None)
+        message = f"{e.message} ({place.note()})" if place.rendered else e.message
+        line = max(place.line, 1)
+        stream.write(command("error", message, file=place.file, line=line, title="gpuguard input error") + "\n")
     note = report.skipped_note()
     if note:
         stream.write(command("notice", note, title="gpuguard") + "\n")

@@ -2,6 +2,9 @@
 
 Rule metadata comes from the registry; every result carries the exact region of its finding and
 an artifact URI relative to the working directory.  Input errors are tool execution notifications.
+Helm output read from stdin is reported at the chart templates its `# Source:` comments name
+(see linter.artifacts): the region is then inside the rendered document, which the result's
+message and its ``helm`` property say, with the line in the rendered stream.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
+from linter.artifacts import Place, Placer
 from linter.report import Report
 from policies.registry import RULES
 from policies.rule import rule_doc
@@ -57,11 +61,30 @@ def _rule(rule_id: str) -> dict[str, Any]:
     }
 
 
+def _location(place: Place) -> dict[str, Any]:
+    region: dict[str, Any] = {"startLine": max(place.line, 1)}
+    if place.column is not None:
+        region["startColumn"] = place.column
+    return {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(place.file)}, "region": region}}
+
+
+def _helm(place: Place) -> dict[str, Any]:
+    assert place.rendered is not None
+    return {
+        "template": place.rendered.template,
+        "regionIn": "rendered-document",
+        "renderedFrom": place.rendered.stream,
+        "renderedLine": place.rendered.line,
+    }
+
+
 def as_dict(report: Report) -> dict[str, Any]:
     rule_ids = list(RULES)
     index = {rid: i for i, rid in enumerate(rule_ids)}
+    placer = Placer(report)
     results = []
     for f in report.findings:
+        place = placer.place(f.file, f.line, f.column)
         props: dict[str, Any] = {
             "path": f.finding.path,
             "kind": f.finding.kind,
@@ -73,38 +96,31 @@ def as_dict(report: Report) -> dict[str, Any]:
             props["source"] = f.source
         if f.finding.fix:
             props["fix"] = f.finding.fix_dicts()
+        message = f.finding.message
+        if place.rendered:
+            props["helm"] = _helm(place)
+            message += f" ({place.note()})"
         result: dict[str, Any] = {
             "ruleId": f.finding.rule,
             "level": LEVEL[f.finding.severity],
-            "message": {"text": f.finding.message},
-            "locations": [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": {"uri": artifact_uri(f.file)},
-                        "region": {"startLine": f.line, "startColumn": f.column},
-                    }
-                }
-            ],
+            "message": {"text": message},
+            "locations": [_location(place)],
             "properties": props,
         }
         if f.finding.rule in index:
             result["ruleIndex"] = index[f.finding.rule]
         results.append(result)
-    notifications = [
-        {
+    notifications = []
+    for e in report.all_errors:
+        place = placer.place(e.file, e.line, None)
+        notification: dict[str, Any] = {
             "level": "error",
-            "message": {"text": e.message},
-            "locations": [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": {"uri": artifact_uri(e.file)},
-                        "region": {"startLine": max(e.line, 1)},
-                    }
-                }
-            ],
+            "message": {"text": f"{e.message} ({place.note()})" if place.rendered else e.message},
+            "locations": [_location(place)],
         }
-        for e in report.all_errors
-    ]
+        if place.rendered:
+            notification["properties"] = {"helm": _helm(place)}
+        notifications.append(notification)
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",

@@ -8,6 +8,7 @@ a fresh virtualenv from PyPI, which takes a while; the environment is shared by 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -57,11 +58,15 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     yield project, base / "pre-commit-home"
 
 
-def _try_repo(hook_repo: tuple[Path, Path], manifest: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _try_repo(
+    hook_repo: tuple[Path, Path], manifest: Path, tmp_path: Path, copies: int = 1
+) -> subprocess.CompletedProcess[str]:
     project, home = hook_repo
     repo = tmp_path / "manifests"
     repo.mkdir()
     shutil.copyfile(manifest, repo / "gpu-pod.yaml")
+    for i in range(1, copies):
+        shutil.copyfile(manifest, repo / f"gpu-pod-{i}.yaml")
     (repo / "README.md").write_text("not YAML, not checked\n")
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
@@ -83,3 +88,13 @@ def test_hook_passes_on_a_good_manifest(hook_repo: tuple[Path, Path], tmp_path: 
     proc = _try_repo(hook_repo, LINT / "pod-good.yaml", tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Passed" in proc.stdout
+
+
+def test_one_summary_per_run(hook_repo: tuple[Path, Path], tmp_path: Path) -> None:
+    """require_serial: pre-commit would otherwise split the files over one process per CPU."""
+    copies = 8
+    proc = _try_repo(hook_repo, LINT / "pod-limit-missing.yaml", tmp_path, copies)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    summaries = re.findall(r"^\d+ errors?, \d+ warnings?, \d+ info; .*$", proc.stdout, re.MULTILINE)
+    assert len(summaries) == 1, proc.stdout
+    assert summaries[0].startswith(f"{copies} errors, ") and f"({copies} files," in summaries[0]
