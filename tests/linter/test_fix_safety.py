@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from linter import lint
+from policies.engine import evaluate as real_evaluate
 from tests.support.lint import only_rules, run_lint
 from tests.support.paths import FIXTURES
 from tests.support.proc import gpuguard
@@ -161,7 +161,6 @@ def test_concurrent_edit_is_not_overwritten(
     edited.write_text(_pods(2))
     other.write_text(_pods(2, "o"))
     mine = _pods(2).replace("image: busybox:1.36", "image: busybox:1.37")
-    real_evaluate = lint.evaluate
     done = False
 
     def editor_saves_meanwhile(*args: Any, **kwargs: Any) -> Any:
@@ -171,7 +170,7 @@ def test_concurrent_edit_is_not_overwritten(
             edited.write_text(mine)
         return real_evaluate(*args, **kwargs)
 
-    monkeypatch.setattr(lint, "evaluate", editor_saves_meanwhile)
+    monkeypatch.setattr("linter.lint.evaluate", editor_saves_meanwhile)
     code, report, _ = _fix([str(edited), str(other)], tmp_path, capsys, monkeypatch)
     assert code == 2
     (error,) = report["errors"]
@@ -188,7 +187,6 @@ def test_same_size_edit_with_restored_mtime_is_caught_by_the_hash(
     before = target.stat()
     mine = _pods(1).replace("busybox:1.36", "busybox:1.99")
     assert len(mine) == len(_pods(1))
-    real_evaluate = lint.evaluate
 
     def sneaky_edit(*args: Any, **kwargs: Any) -> Any:
         if target.read_text() != mine:
@@ -196,7 +194,7 @@ def test_same_size_edit_with_restored_mtime_is_caught_by_the_hash(
             os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
         return real_evaluate(*args, **kwargs)
 
-    monkeypatch.setattr(lint, "evaluate", sneaky_edit)
+    monkeypatch.setattr("linter.lint.evaluate", sneaky_edit)
     code, report, _ = _fix([str(target)], tmp_path, capsys, monkeypatch)
     assert code == 2 and "changed since it was read" in report["errors"][0]["message"]
     assert target.read_text() == mine

@@ -20,7 +20,7 @@ MB = 1_000_000
 SIZE = 16 * MB
 # Peak RSS above a run over a tiny file, per byte of input.  The text itself costs 1x (2x while
 # its bytes are decoded); a run that builds every document at once costs 45-150x.
-PER_BYTE = 6
+PER_BYTE = 8
 
 
 def _multi_document(path: Path, size: int) -> int:
