@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from gpuguard.sources import yamlstream
 from gpuguard.sources.loader import parse_text
@@ -260,3 +262,45 @@ def test_unrendered_template_in_a_document_is_named_as_such() -> None:
     text = "a: 1\n---\nkind: ConfigMap\ndata:\n  {{ .Values.key }}: 1\n  x: 1\n"
     assert _errors(text) == [(5, "unrendered template (Helm/Go template syntax `{{` at line 5); "
                                  "render it with `helm template` first")]
+
+
+_ALPHABET = "ab01 \n\t-:[]{},&*!?|>'\"#%@`~.<=\\x\r\x85\u2028é"
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet=_ALPHABET, max_size=120))
+def test_any_text_gives_documents_or_input_errors_never_an_exception(text: str) -> None:
+    items = list(stream(text, "t.yaml"))
+    assert all(isinstance(i, Unit | ListEnd | InputError) for i in items)
+    try:
+        reference = _reference(text)
+    except (yaml.YAMLError, ValueError, TypeError, KeyError, RecursionError):
+        return
+    if not any(isinstance(i, InputError) for i in items):  # PyYAML allows duplicates; gpuguard does not
+        assert [i.data for i in stream(text, "t.yaml", stream_lists=False) if isinstance(i, Unit)] == reference
+
+
+_SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
+_DATA = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+    st.text(max_size=8), inner, max_size=4), max_leaves=30)
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None)
+@given(_DATA, st.booleans(), st.sampled_from(["\n", "\r\n"]))
+@example({"items": [1, {"a": [2]}], "kind": "NoList"}, False, "\n")
+@example({"items": [1, {"a": [2]}], "kind": "List"}, True, "\r\n")
+def test_dumped_data_and_every_position_match_pyyaml(data: Any, flow: bool, newline: str) -> None:
+    text = "x: 0\n---\n" + yaml.safe_dump(data, default_flow_style=flow, allow_unicode=True)
+    text = text.replace("\n", newline)
+    items = list(stream(text, "t.yaml"))
+    if isinstance(data, dict) and data.get("kind") == "List" and isinstance(data.get("items"), list):
+        streamed = [i.data for i in items if isinstance(i, Unit) and i.streamed]
+        assert streamed == data["items"] and isinstance(items[-1], ListEnd) and items[-1].stands
+        return
+    units = [i for i in items if isinstance(i, Unit) and not i.streamed]
+    assert [u.data for u in units] == _reference(text)
+    node = list(yaml.compose_all(text, Loader=_Reference))[1]
+    for ptr in _pointers(units[1].data):
+        assert locate(units[1].positions, ptr) == _node_locate(node, ptr), ptr
