@@ -229,6 +229,9 @@ def generate_bundle(
         ca, signing_key = load_ca(ca_cert, ca_key)
         if ca.not_valid_after_utc <= now:
             raise CertError(f"CA certificate {ca_cert} expired on {ca.not_valid_after_utc:%Y-%m-%d}")
+        if ca.not_valid_before_utc > now:
+            start = f"{ca.not_valid_before_utc:%Y-%m-%d %H:%M:%S}"
+            raise CertError(f"CA certificate {ca_cert} is not valid before {start} UTC")
     else:
         # The CA outlives the serving certificate so the latter can be renewed with the same
         # caBundle in the webhook configurations.

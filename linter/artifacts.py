@@ -18,7 +18,6 @@ import bisect
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from gpuguard.sources.loader import helm_source_line, segments
 from linter.report import Report
 
 
@@ -64,12 +63,10 @@ class Placer:
         self._chart = report.helm_chart.rstrip("/") if report.helm_chart else None
         self._origins: list[_Origin] = []
         for result in report.results:
-            if result.file == self._stdin and result.parsed is not None:
-                lines = result.parsed.lines
-                for seg in segments(lines):
-                    found = helm_source_line(lines, seg)
-                    if found is not None:
-                        self._origins.append(_Origin(seg.start, seg.end, found[0], found[1]))
+            if result.file == self._stdin:
+                self._origins.extend(
+                    _Origin(o.start, o.end, o.source_line, o.template) for o in result.helm_origins
+                )
         self._starts = [o.start for o in self._origins]
 
     def template_path(self, template: str) -> str:

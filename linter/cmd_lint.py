@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
+
+from gpuguard.sources.yamlsafe import InputError
 
 if TYPE_CHECKING:
     from gpuguard.sources.inputs import Input
+    from gpuguard.sources.reading import Source
     from linter.lint import FileResult
     from linter.report import Report
     from policies.config import Config
@@ -79,7 +83,7 @@ def _render(report: Report, fmt: str, stream: TextIO) -> None:
 
 
 def _fix(
-    item: Input, result: FileResult, config: Config, facts: ClusterFacts, images: ImageFacts | None
+    item: Input, text: str, result: FileResult, config: Config, facts: ClusterFacts, images: ImageFacts | None
 ) -> tuple[str | None, FileResult]:
     """(fixed text, its lint result), or (None, original result) when nothing was fixed."""
     from gpuguard.sources.yamlsafe import InputError
@@ -87,14 +91,14 @@ def _fix(
     from linter.lint import lint_text
 
     try:
-        new_text = fixed_text(result)
+        new_text = fixed_text(result, text)
     except (FixError, ValueError, KeyError, TypeError) as exc:
         # jsonpatch raises JsonPatchException / JsonPointerException (ValueError / KeyError subclasses)
         result.errors.append(InputError(item.name, 1, f"cannot apply the fixes: {exc}"))
         return None, result
     if new_text is None:
         return None, result
-    after = lint_text(new_text, item.name, config, facts, images)
+    after = lint_text(new_text, item.name, config, facts, images, fixes=True)
     leftover = after.patches()
     if leftover or after.errors:
         rules = sorted({f.finding.rule for f in after.findings if f.finding.fix})
@@ -104,16 +108,66 @@ def _fix(
     return new_text, after
 
 
-def run(args: argparse.Namespace) -> int:
-    import difflib
-    from pathlib import Path
+@dataclass
+class _Run:
+    """One ``gpuguard lint`` run over its inputs, one file at a time."""
 
+    args: argparse.Namespace
+    config: Config
+    facts: ClusterFacts
+    report: Report
+    images: ImageFacts | None = None
+    stdin_fixed: list[str] = field(default_factory=list)
+    diff: list[str] = field(default_factory=list)
+
+    def lint(self, item: Input, source: Source) -> None:
+        from linter.lint import lint_text
+
+        args = self.args
+        fixing = bool(args.fix or args.diff)
+        result = lint_text(
+            source.text, item.name, self.config, self.facts, self.images,
+            fixes=fixing, excerpts=args.format == "text",
+        )
+        if fixing:
+            result = self._fix(item, source, result)
+        result.fixes.clear()
+        result.segments.clear()
+        self.report.results.append(result)
+
+    def _fix(self, item: Input, source: Source, result: FileResult) -> FileResult:
+        import difflib
+
+        from linter.writeback import write_fixed
+
+        new_text, after = _fix(item, source.text, result, self.config, self.facts, self.images)
+        if self.args.diff:
+            if new_text is not None:
+                old, new = source.text.splitlines(keepends=True), new_text.splitlines(keepends=True)
+                self.diff.extend(difflib.unified_diff(old, new, f"a/{item.name}", f"b/{item.name}"))
+            return result
+        if item.path is None:
+            self.stdin_fixed.append(new_text if new_text is not None else source.text)
+        elif new_text is not None:
+            if source.stamp is None:
+                result.errors.append(InputError(item.name, 0, "cannot write the fixes: not a regular file"))
+                return result
+            try:
+                write_fixed(item, source.stamp, new_text)
+            except InputError as exc:
+                result.errors.append(exc)
+                return result
+        if new_text is None:
+            return result
+        self.report.fixed_files.append(item.name)
+        return after
+
+
+def run(args: argparse.Namespace) -> int:
     from gpuguard.registry.cli import RegistryUsageError, effective_settings
     from gpuguard.sources.configfile import load_config_file
-    from gpuguard.sources.inputs import STDIN_NAME, Input, collect
+    from gpuguard.sources.inputs import collect
     from gpuguard.sources.snapshot import load_cluster_facts
-    from gpuguard.sources.yamlsafe import InputError
-    from linter.lint import lint_text
     from linter.report import EXIT_ERROR, Report
     from policies.facts import ClusterFacts
     from policies.types import Severity
@@ -129,6 +183,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"gpuguard lint: {exc}\n")
         return EXIT_ERROR
 
+    from pathlib import Path
+
+    from gpuguard.sources.inputs import STDIN_NAME, Input
     from policies.effective_facts import effective_facts
 
     paths = args.paths or (["-"] if args.stdin_filename else ["."])
@@ -146,49 +203,49 @@ def run(args: argparse.Namespace) -> int:
     seen = effective_facts(facts, config)
     report.extended_resource_toleration = seen.extended_resource_toleration_reason
     report.scaling_pools = [f"{pool.pool.origin} {pool.name!r}" for pool in seen.pools if pool.pool is not None]
-    stdin_fixed: list[str] = []
-    diff: list[str] = []
-    texts: list[tuple[Input, str]] = []
-    for item in inputs:
-        try:
-            texts.append((item, item.read()))
-        except InputError as exc:
-            report.errors.append(exc)
-    images = None
-    if registry is not None:  # every image is looked up before any object is evaluated
+    state = _Run(args, config, facts, report)
+    stamped = bool(args.fix)
+    if registry is not None:
+        # Every image is looked up before any object is evaluated, so every text is read first.
         from linter.image_lookups import look_up_images
 
+        sources = [(item, source) for item in inputs if (source := _read(item, stamped, report)) is not None]
         try:
-            images = look_up_images(((i.name, t) for i, t in texts), config, facts, registry)
+            state.images = look_up_images(((i.name, s.text) for i, s in sources), config, facts, registry)
         except RegistryUsageError as exc:
             sys.stderr.write(f"gpuguard lint: {exc}\n")
             return EXIT_ERROR
-    for item, text in texts:
-        result = lint_text(text, item.name, config, facts, images)
-        if args.fix or args.diff:
-            new_text, after = _fix(item, result, config, facts, images)
-            if args.diff and new_text is not None:
-                name = item.name
-                diff.extend(
-                    difflib.unified_diff(
-                        text.splitlines(keepends=True), new_text.splitlines(keepends=True), f"a/{name}", f"b/{name}"
-                    )
-                )
-            elif args.fix:
-                if item.path is None:
-                    stdin_fixed.append(new_text if new_text is not None else text)
-                elif new_text is not None:
-                    item.path.write_text(new_text, encoding="utf-8", newline="")
-                if new_text is not None:
-                    report.fixed_files.append(item.name)
-                    result = after
-        report.results.append(result)
+        for item, source in sources:
+            _guarded(state, item, source)
+    else:
+        for item in inputs:  # one file in memory at a time
+            source = _read(item, stamped, report)
+            if source is not None:
+                _guarded(state, item, source)
 
-    stdout_taken = bool(args.diff or stdin_fixed)
-    for chunk in diff:
+    stdout_taken = bool(args.diff or state.stdin_fixed)
+    for chunk in state.diff:
         sys.stdout.write(chunk if chunk.endswith("\n") else chunk + "\n\\ No newline at end of file\n")
-    for fixed in stdin_fixed:
+    for fixed in state.stdin_fixed:
         sys.stdout.write(fixed)
     sys.stdout.flush()
     _render(report, args.format, sys.stderr if stdout_taken else sys.stdout)
     return report.exit_code()
+
+
+def _read(item: Input, stamped: bool, report: Report) -> Source | None:
+    try:
+        return item.load(stamped)
+    except InputError as exc:
+        report.errors.append(exc)
+        return None
+
+
+def _guarded(state: _Run, item: Input, source: Source) -> None:
+    """Lint (and fix) one input; whatever goes wrong is an input error naming it, and the run goes on."""
+    try:
+        state.lint(item, source)
+    except InputError as exc:
+        state.report.errors.append(exc)
+    except Exception as exc:  # a fault of gpuguard's own: reported against the input, never a traceback
+        state.report.errors.append(InputError(item.name, 0, f"internal error: {type(exc).__name__}: {exc}"))

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from gpuguard.sources.loader import Segment
+from gpuguard.sources.yamlstream import MAX_OBJECT_CHARS
 from linter.lint import FileResult
 from policies import pointer
 from policies.types import PatchOp
@@ -180,7 +180,10 @@ def fix_document(segment_text: str, ops: Iterable[PatchOp], inline_start: bool =
         if fixed is not None:
             return fixed
     yaml = _round_trip(segment_text, inline_start)
-    tree = yaml.load(segment_text)
+    try:
+        tree = yaml.load(segment_text)
+    except Exception as exc:  # ruamel.yaml (YAML 1.2) refuses what libyaml (YAML 1.1) accepted
+        raise FixError(f"the round-trip YAML parser cannot read this document: {_first_line(exc)}") from None
     before = to_plain(tree)
     for op in ops:
         apply_op(tree, op)
@@ -188,31 +191,45 @@ def fix_document(segment_text: str, ops: Iterable[PatchOp], inline_start: bool =
     if to_plain(tree) != expected:
         raise FixError("the fixed document differs from the JSON Patch result; not writing it")
     out = io.StringIO()
-    yaml.dump(tree, out)
+    try:
+        yaml.dump(tree, out)
+    except Exception as exc:
+        raise FixError(f"the round-trip YAML writer failed: {_first_line(exc)}") from None
     return out.getvalue()
 
 
-def _segment_text(lines: list[str], seg: Segment) -> str:
-    return "".join(lines[seg.start : seg.end])
+def _first_line(exc: Exception) -> str:
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if problem and mark is not None:
+        return f"{problem} (line {mark.line + 1} of the document)"
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
-def fixed_text(result: FileResult) -> str | None:
+def fixed_text(result: FileResult, text: str) -> str | None:
     """The whole file with every document's fixes applied, or None when there is nothing to fix."""
-    parsed = result.parsed
     patches = result.patches()
-    if parsed is None or not patches:
+    if not patches:
         return None
-    lines = parsed.text.splitlines(keepends=True)
-    newline = "\r\n" if parsed.text.count("\r\n") > parsed.text.count("\n") / 2 else "\n"
-    by_index = {doc.index: doc for doc in parsed.documents}
-    # Splice from the end so earlier line numbers stay valid.
+    newline = "\r\n" if text.count("\r\n") > text.count("\n") / 2 else "\n"
+    pieces: list[str] = []
+    end = len(text)
+    # Splice from the end so earlier offsets stay valid.
     for index in sorted(patches, reverse=True):
-        seg = by_index[index].segment
-        original = _segment_text(lines, seg)
-        text = fix_document(original.replace("\r\n", "\n"), patches[index], seg.inline)
+        seg = result.segments[index]
+        original = text[seg.begin : seg.stop]
+        if len(original) > MAX_OBJECT_CHARS:
+            raise FixError(
+                f"the document at line {seg.start + 1} is {len(original) / 1048576:.1f} MiB; --fix rewrites "
+                f"documents of at most {MAX_OBJECT_CHARS // 1048576} MiB"
+            )
+        fixed = fix_document(original.replace("\r\n", "\n"), patches[index], seg.inline)
         if not original.endswith(("\n", "\r")):
-            text = text.rstrip("\n")
+            fixed = fixed.rstrip("\n")
         if newline != "\n":
-            text = text.replace("\n", newline)
-        lines[seg.start : seg.end] = text.splitlines(keepends=True)
-    return "".join(lines)
+            fixed = fixed.replace("\n", newline)
+        pieces += [text[seg.stop : end], fixed]
+        end = seg.begin
+    pieces.append(text[:end])
+    return "".join(reversed(pieces))

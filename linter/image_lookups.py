@@ -8,7 +8,7 @@ from typing import Any
 
 from gpuguard.registry.cli import failure_notes, prefetch
 from gpuguard.registry.facts import ResolvedImages, gpu_node_arches, pairs_in
-from gpuguard.sources.loader import parse_text
+from gpuguard.sources.yamlstream import Unit, stream
 from linter.lint import objects_in
 from policies.config import Config
 from policies.facts import ClusterFacts
@@ -17,9 +17,9 @@ from policies.registry_config import RegistrySettings
 
 def _objects(texts: Iterable[tuple[str, str]]) -> Iterable[dict[str, Any]]:
     for name, text in texts:
-        parsed = parse_text(text, name)
-        for doc in parsed.documents:
-            yield from objects_in(doc, name)
+        for item in stream(text, name):
+            if isinstance(item, Unit):
+                yield from objects_in(item, name)
 
 
 def look_up_images(

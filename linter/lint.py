@@ -1,4 +1,8 @@
-"""Lint one input's text: parse documents, evaluate each Kubernetes object, place its findings."""
+"""Lint one input's text: stream its documents, evaluate each Kubernetes object, place its findings.
+
+Documents are handled one at a time (the items of a large ``kind: List`` one item at a time) and
+only findings, input errors and, when asked, fix ops are kept: memory is the text plus one document.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuguard.sources.loader import Document, ParsedFile, parse_text
+from gpuguard.sources.layout import Layout, LineCursor, Segment
 from gpuguard.sources.yamlsafe import InputError
+from gpuguard.sources.yamlstream import ListEnd, Unit, stream
 from linter.positions import locate
 from policies import pointer
 from policies.config import Config
-from policies.engine import Evaluation, UnrenderedPlaceholder, evaluate
+from policies.engine import UnrenderedPlaceholder, evaluate
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts
 from policies.types import Finding, PatchOp
@@ -34,36 +39,48 @@ class Located:
 
 
 @dataclass(slots=True)
-class CheckedObject:
-    document: Document
-    prefix: str  # "" for a document, "/items/N" for an item of a List
-    evaluation: Evaluation
+class _Sink:
+    """What checking some objects produced (a file's, or a streamed List's until it is confirmed)."""
 
-    def patch(self) -> list[PatchOp]:
-        return [_rebase_op(op, self.prefix) for op in self.evaluation.patch()]
+    findings: list[Located] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    objects: int = 0
+    skipped_rules: set[str] = field(default_factory=set)
+    fixes: dict[int, list[PatchOp]] = field(default_factory=dict)
+    segments: dict[int, Segment] = field(default_factory=dict)
+
+    def absorb(self, other: _Sink) -> None:
+        self.findings.extend(other.findings)
+        self.errors.extend(other.errors)
+        self.objects += other.objects
+        self.skipped_rules.update(other.skipped_rules)
+        for index, ops in other.fixes.items():
+            self.fixes.setdefault(index, []).extend(ops)
+        self.segments.update(other.segments)
+
+
+@dataclass(frozen=True, slots=True)
+class HelmOrigin:
+    """A document rendered from a Helm template: its lines [start, end) and its `# Source:` line
+    (0-based), for reports that name the template (linter.artifacts)."""
+
+    start: int
+    end: int
+    source_line: int
+    template: str
 
 
 @dataclass(slots=True)
-class FileResult:
-    file: str
-    parsed: ParsedFile | None = None
-    findings: list[Located] = field(default_factory=list)
-    errors: list[InputError] = field(default_factory=list)
-    objects: list[CheckedObject] = field(default_factory=list)
-    skipped_rules: set[str] = field(default_factory=set)
-
-    @property
-    def documents(self) -> int:
-        return len(self.parsed.documents) if self.parsed else 0
+class FileResult(_Sink):
+    file: str = ""
+    documents: int = 0
+    excerpts: dict[int, str] = field(default_factory=dict)  # source lines of findings, for text output
+    helm_origins: list[HelmOrigin] = field(default_factory=list)
 
     def patches(self) -> dict[int, list[PatchOp]]:
-        """Combined fix ops per document index (documents without fixes left out)."""
-        out: dict[int, list[PatchOp]] = {}
-        for obj in self.objects:
-            ops = obj.patch()
-            if ops:
-                out.setdefault(obj.document.index, []).extend(ops)
-        return out
+        """Combined fix ops per document index (documents without fixes left out); collected only
+        when ``lint_text`` was asked for fixes."""
+        return {index: ops for index, ops in self.fixes.items() if ops}
 
 
 def _rebase_op(op: PatchOp, prefix: str) -> PatchOp:
@@ -82,9 +99,15 @@ def _is_object(value: Any) -> bool:
     return isinstance(value, dict) and "apiVersion" in value and "kind" in value
 
 
-def _objects(doc: Document, file: str, line: int) -> tuple[list[tuple[str, dict[str, Any]]], list[InputError]]:
+def _header_error(data: dict[str, Any], file: str, line: int) -> InputError | None:
+    if not isinstance(data["kind"], str) or not isinstance(data["apiVersion"], str):
+        return InputError(file, line, "apiVersion and kind must be strings")
+    return None
+
+
+def _objects(unit: Unit, file: str) -> tuple[list[tuple[str, dict[str, Any]]], list[InputError]]:
     """The Kubernetes objects a document holds, with their pointer prefix; non-Kubernetes → none."""
-    data = doc.data
+    data, line = unit.data, unit.line
     if isinstance(data, list):
         if any(_is_object(item) for item in data):
             return [], [
@@ -98,10 +121,10 @@ def _objects(doc: Document, file: str, line: int) -> tuple[list[tuple[str, dict[
         return [], []
     if not _is_object(data):
         return [], []  # empty, scalar or non-Kubernetes YAML: nothing to check
-    kind, api_version = data["kind"], data["apiVersion"]
-    if not isinstance(kind, str) or not isinstance(api_version, str):
-        return [], [InputError(file, line, "apiVersion and kind must be strings")]
-    if kind != "List" or "items" not in data:
+    error = _header_error(data, file, line)
+    if error is not None:
+        return [], [error]
+    if data["kind"] != "List" or "items" not in data:
         return [("", data)], []
     items = data["items"]
     if items is None:
@@ -114,9 +137,51 @@ def _objects(doc: Document, file: str, line: int) -> tuple[list[tuple[str, dict[
         if _is_object(item):
             objects.append((f"/items/{i}", item))
         elif item is not None:
-            item_line = locate(doc.node, f"/items/{i}")[0] if doc.node is not None else line
+            item_line = locate(unit.positions, f"/items/{i}")[0]
             errors.append(InputError(file, item_line, f"items[{i}] is not a Kubernetes object (no apiVersion/kind)"))
     return objects, errors
+
+
+def objects_in(unit: Unit, file: str) -> list[dict[str, Any]]:
+    """The Kubernetes objects of one document or streamed List item (what ``lint_text`` evaluates)."""
+    if unit.streamed:
+        return [unit.data] if _is_object(unit.data) else []
+    return [obj for _, obj in _objects(unit, file)[0]]
+
+
+@dataclass(slots=True)
+class _Checker:
+    file: str
+    config: Config
+    facts: ClusterFacts
+    images: ImageFacts | None
+    fixes: bool
+
+    def check(self, sink: _Sink, unit: Unit, prefix: str, obj: dict[str, Any], relative: bool) -> None:
+        """Evaluate one object; ``relative``: its pointers are located in ``unit`` without ``prefix``."""
+        try:
+            ev = evaluate(obj, self.config, self.facts, self.images)
+            ops = [_rebase_op(op, prefix) for op in ev.patch()] if self.fixes else []
+        except Exception as exc:  # an engine fault must not hide the other inputs' results
+            meta = obj.get("metadata")
+            name = meta.get("name") if isinstance(meta, dict) else None
+            sink.errors.append(
+                InputError(self.file, unit.line, f"internal error checking {obj.get('kind')} {name!r}: {exc!r}")
+            )
+            return
+        sink.objects += 1
+        sink.skipped_rules.update(ev.skipped_rules)
+        if ops:
+            sink.fixes.setdefault(unit.doc_index, []).extend(ops)
+            sink.segments[unit.doc_index] = unit.segment
+        for placeholder in ev.placeholders:
+            at = prefix + placeholder.path
+            row = locate(unit.positions, placeholder.path if relative else at)[0]
+            sink.errors.append(InputError(self.file, row, placeholder_message(placeholder, at)))
+        for finding in ev.findings:
+            placed = _rebase(finding, prefix)
+            row, col = locate(unit.positions, finding.path if relative else placed.path)
+            sink.findings.append(Located(placed, self.file, row, col, unit.source))
 
 
 def placeholder_message(placeholder: UnrenderedPlaceholder, at: str) -> str:
@@ -127,42 +192,61 @@ def placeholder_message(placeholder: UnrenderedPlaceholder, at: str) -> str:
     )
 
 
-def objects_in(doc: Document, file: str) -> list[dict[str, Any]]:
-    """The Kubernetes objects of one parsed document (what ``lint_text`` evaluates)."""
-    line = doc.node.start_mark.line + 1 if doc.node is not None else 1
-    return [obj for _, obj in _objects(doc, file, line)[0]]
-
-
 def lint_text(
-    text: str, file: str, config: Config, facts: ClusterFacts, images: ImageFacts | None = None
+    text: str,
+    file: str,
+    config: Config,
+    facts: ClusterFacts,
+    images: ImageFacts | None = None,
+    *,
+    fixes: bool = False,
+    excerpts: bool = True,
 ) -> FileResult:
-    result = FileResult(file)
-    parsed = parse_text(text, file)
-    result.parsed = parsed
-    result.errors.extend(parsed.errors)
-    for doc in parsed.documents:
-        line = doc.node.start_mark.line + 1 if doc.node is not None else 1
-        objects, errors = _objects(doc, file, line)
-        result.errors.extend(errors)
-        for prefix, obj in objects:
-            try:
-                ev = evaluate(obj, config, facts, images)
-            except Exception as exc:  # an engine fault must not hide the other inputs' results
-                name = (obj.get("metadata") or {}).get("name") if isinstance(obj.get("metadata"), dict) else None
-                result.errors.append(
-                    InputError(file, line, f"internal error checking {obj.get('kind')} {name!r}: {exc!r}")
+    """Findings and input errors of one input; ``fixes``: also collect each document's fix ops;
+    ``excerpts``: keep the source line of every finding (for text output)."""
+    result = FileResult(file=file)
+    checker = _Checker(file, config, facts, images, fixes)
+    layout = Layout(text)
+    streamed = _Sink()  # the items of a large List, until its end says whether it is a List
+    in_list = False
+    for item in stream(text, file, layout=layout):
+        if isinstance(item, InputError):
+            (streamed if in_list else result).errors.append(item)
+        elif isinstance(item, ListEnd):
+            in_list = False
+            error = item.error
+            if item.stands and _is_object(item.header):
+                error = _header_error(item.header, file, item.line)
+                if error is None:
+                    result.absorb(streamed)
+                    result.documents += 1
+            if error is not None:
+                result.errors.append(error)
+            streamed = _Sink()  # withdrawn unless absorbed; a document that was no List follows whole
+        elif item.streamed:
+            in_list = True
+            if _is_object(item.data):
+                checker.check(streamed, item, item.prefix, item.data, relative=True)
+            elif item.data is not None:
+                streamed.errors.append(
+                    InputError(file, item.line, f"items[{item.prefix.rsplit('/', 1)[1]}] is not a Kubernetes object "
+                               "(no apiVersion/kind)")
                 )
-                continue
-            result.objects.append(CheckedObject(doc, prefix, ev))
-            result.skipped_rules.update(ev.skipped_rules)
-            for placeholder in ev.placeholders:
-                at = prefix + placeholder.path
-                row = locate(doc.node, at)[0] if doc.node is not None else line
-                result.errors.append(InputError(file, row, placeholder_message(placeholder, at)))
-            for finding in ev.findings:
-                placed = _rebase(finding, prefix)
-                row, col = locate(doc.node, placed.path) if doc.node is not None else (line, 1)
-                result.findings.append(Located(placed, file, row, col, doc.source))
+        else:
+            result.documents += 1
+            objects, errors = _objects(item, file)
+            result.errors.extend(errors)
+            for prefix, obj in objects:
+                checker.check(result, item, prefix, obj, relative=False)
     result.findings.sort(key=lambda f: (f.line, f.column, f.finding.rule))
+    for seg in layout.segments:
+        found = layout.helm_source_line(seg)
+        if found is not None:
+            result.helm_origins.append(HelmOrigin(seg.start, seg.end, found[0], found[1]))
+    if excerpts and result.findings:
+        cursor = LineCursor(layout)
+        for line in sorted({f.line for f in result.findings}):
+            source = cursor.get(line)
+            if source is not None:
+                result.excerpts[line] = source
     return result
-

@@ -51,7 +51,7 @@ class Report:
             "by_severity": self.counts(),
             "files": len(self.results) + len({e.file for e in self.errors}),
             "documents": sum(r.documents for r in self.results),
-            "objects": sum(len(r.objects) for r in self.results),
+            "objects": sum(r.objects for r in self.results),
             "input_errors": len(self.all_errors),
             "fail_on": str(self.fail_on),
             "cluster": self.cluster,

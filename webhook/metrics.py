@@ -53,6 +53,7 @@ class Metrics:
         self.errors: defaultdict[tuple[str, str], int] = defaultdict(int)
         self.latency: dict[str, Histogram] = {}
         self.cert_reloads: defaultdict[str, int] = defaultdict(int)
+        self.cert_not_after: float | None = None
         self.image_lookups: defaultdict[str, int] = defaultdict(int)
         self.would_deny: defaultdict[str, int] = defaultdict(int)
         self.ignore_uses: defaultdict[str, int] = defaultdict(int)
@@ -75,9 +76,13 @@ class Metrics:
         """reason: bad_request | too_large | engine_error."""
         self.errors[(endpoint, reason)] += 1
 
-    def count_cert_reload(self, result: str) -> None:
-        """result: ok | invalid."""
-        self.cert_reloads[result] += 1
+    def count_cert_reload(self, result: str | None, not_after: float | None = None) -> None:
+        """result: ok | invalid | expired | not_yet_valid (None: no reload, the certificate at start);
+        not_after: when the certificate now in use expires (Unix time)."""
+        if result is not None:
+            self.cert_reloads[result] += 1
+        if not_after is not None:
+            self.cert_not_after = not_after
 
     def observe_would_deny(self, findings: Iterable[Finding]) -> None:
         """Findings that ``enforcement: warn`` admitted instead of denying, by rule."""
@@ -142,6 +147,11 @@ class Metrics:
         family(name, "counter", "Serving certificate reloads after the files changed, by result.")
         for result, n in sorted(self.cert_reloads.items()):
             out.append(f"{name}{_labels(('result',), (result,))} {n}")
+
+        if self.cert_not_after is not None:
+            name = "gpuguard_tls_certificate_expiry_timestamp_seconds"
+            family(name, "gauge", "When the serving certificate in use expires (notAfter, Unix time).")
+            out.append(f"{name} {_number(self.cert_not_after)}")
 
         if self.image_lookups:
             name = "gpuguard_image_lookups_total"

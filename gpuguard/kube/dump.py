@@ -106,7 +106,7 @@ def _load_yaml(data: bytes, name: str, out: ClusterObjects) -> list[InputError]:
         if obj is None:
             continue
         if not isinstance(obj, dict):
-            parsed.errors.append(InputError(name, doc.node.start_mark.line + 1 if doc.node else 1,
+            parsed.errors.append(InputError(name, doc.line,
                                             "expected Kubernetes objects (a List or Node/Pod/Event/PriorityClass)"))
             continue
         _add(obj, out)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, decode, read_text, too_large
+from gpuguard.sources.reading import Source, read_source, read_stream
+from gpuguard.sources.walk import SUFFIXES, walk
+from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, decode
 
-SUFFIXES = (".yaml", ".yml", ".json")
+__all__ = ["MAX_FILE_BYTES", "STDIN", "STDIN_NAME", "SUFFIXES", "Input", "collect"]
+
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 
@@ -17,25 +22,17 @@ STDIN_NAME = "<stdin>"
 class Input:
     name: str  # as shown in reports
     path: Path | None  # None for stdin
+    # The directory given (for a file given by name, its directory): --fix writes nothing outside it.
+    root: Path | None = None
 
     def read(self) -> str:
+        return self.load().text
+
+    def load(self, stamped: bool = False) -> Source:
+        """The text; ``stamped``: with what ``--fix`` needs to check the file before writing it."""
         if self.path is not None:
-            return read_text(self.path, self.name)
-        data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            raise too_large(self.name, len(data))
-        return decode(data, self.name)
-
-
-def _walk(root: Path) -> list[Path]:
-    found = []
-    for path in root.rglob("*"):
-        rel = path.relative_to(root).parts
-        if any(part.startswith(".") for part in rel[:-1]):
-            continue  # .git, .venv and other hidden directories
-        if path.suffix.lower() in SUFFIXES and path.is_file():
-            found.append(path)
-    return sorted(found)
+            return read_source(self.path, self.name, stamped)
+        return Source(decode(read_stream(sys.stdin.buffer, self.name), self.name), None)
 
 
 def collect(args: list[str]) -> tuple[list[Input], list[InputError]]:
@@ -54,11 +51,19 @@ def collect(args: list[str]) -> tuple[list[Input], list[InputError]]:
             add(Input(STDIN_NAME, None))
             continue
         path = Path(arg)
-        if path.is_dir():
-            for found in _walk(path):
-                add(Input(str(found), found))
-        elif path.exists():
-            add(Input(arg, path))
-        else:
+        try:
+            mode = os.stat(path).st_mode
+        except (FileNotFoundError, NotADirectoryError):
             errors.append(InputError(arg, 0, "no such file or directory"))
+            continue
+        except OSError as exc:
+            errors.append(InputError(arg, 0, f"cannot read: {exc.strerror or exc}"))
+            continue
+        if stat.S_ISDIR(mode):
+            found, problems = walk(path)
+            errors.extend(problems)
+            for file in found:
+                add(Input(str(file), file, path))
+        else:
+            add(Input(arg, path, path.parent))
     return inputs, errors

@@ -49,7 +49,7 @@ def too_large(file: str, size: int) -> InputError:
     )
 
 
-def decode(data: bytes, file: str) -> str:
+def decode(data: bytes | bytearray, file: str) -> str:
     """Text of a manifest's bytes; binary or non-UTF-8 input is an InputError."""
     if b"\x00" in data[:8192]:
         raise InputError(file, 0, "binary file, not YAML")
@@ -61,12 +61,7 @@ def decode(data: bytes, file: str) -> str:
 
 
 def read_text(path: Path, name: str | None = None) -> str:
-    file = name or str(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise too_large(file, size)
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(file, 0, f"cannot read: {exc.strerror or exc}") from None
-    return decode(data, file)
+    """The text of any kind of file, at most ``MAX_FILE_BYTES`` of it (counted as read)."""
+    from gpuguard.sources.reading import read_source
+
+    return read_source(path, name or str(path)).text

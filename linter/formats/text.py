@@ -31,11 +31,11 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 or word == "info" else f"{n} {word}s"
 
 
-def _excerpt(f: Located, lines: list[str], paint: _Paint) -> list[str]:
-    if not 1 <= f.line <= len(lines):
+def _excerpt(f: Located, lines: dict[int, str], paint: _Paint) -> list[str]:
+    if f.line not in lines:
         return []
     gutter = str(f.line)
-    source = lines[f.line - 1].rstrip("\r\n").expandtabs(1)
+    source = lines[f.line].rstrip("\r\n").expandtabs(1)
     return [
         f"  {paint('2', gutter)} | {source}",
         f"  {' ' * len(gutter)} | {' ' * (f.column - 1)}{paint(_COLOURS[f.finding.severity], '^')}",
@@ -45,7 +45,7 @@ def _excerpt(f: Located, lines: list[str], paint: _Paint) -> list[str]:
 def render(report: Report, stream: TextIO, colour: bool | None = None) -> None:
     paint = _Paint(use_colour(stream) if colour is None else colour)
     for result in report.results:
-        lines = result.parsed.lines if result.parsed else []
+        lines = result.excerpts
         for f in result.findings:
             sev = f.finding.severity
             head = f"{f.file}:{f.line}:{f.column}"

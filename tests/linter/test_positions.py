@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuguard.sources import loader
+from gpuguard.sources import yamlstream
 from gpuguard.sources.loader import parse_text
 from gpuguard.sources.yamlsafe import decode
 from linter.lint import lint_text
@@ -58,8 +58,7 @@ def _only_limit_missing() -> Config:
 )
 def test_locate(path: str, expected: tuple[int, int]) -> None:
     (doc,) = parse_text(SNIPPET, "snippet.yaml").documents
-    assert doc.node is not None
-    assert locate(doc.node, path) == expected
+    assert locate(doc.positions, path) == expected
 
 
 def _gpu_findings(path: Path) -> list[tuple[int, int, str]]:
@@ -106,23 +105,19 @@ def test_document_start_lines_and_sources() -> None:
     ]
     lines = text.splitlines()
     for doc in parsed.documents:
-        assert doc.node is not None
-        assert lines[doc.node.start_mark.line].startswith("apiVersion:")
+        assert lines[doc.line - 1].startswith("apiVersion:")
         assert lines[doc.segment.start - 1] == "---"
 
 
 @pytest.mark.parametrize("name", ["multi-doc.yaml", "deployment.json", "helm-rendered.yaml", "list.yaml"])
 def test_pure_python_fallback_agrees(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without PyYAML the ruamel.yaml safe loader gives the same data and positions."""
+    """Without libyaml, PyYAML's pure-Python parser gives the same data and positions."""
     text = (LINT / name).read_text()
     fast = lint_text(text, name, _only_limit_missing(), ClusterFacts.empty())
-
-    def no_pyyaml(text: str) -> object:
-        raise ImportError("yaml")
-
-    monkeypatch.setattr(loader, "_pyyaml_loader", no_pyyaml)
-    assert isinstance(loader._make_loader("a: 1"), loader._RuamelLoader)
+    fast_docs = [d.data for d in parse_text(text, name).documents]
+    monkeypatch.setattr(yamlstream, "_PURE", True)
+    assert not type(yamlstream._parser("a: 1", 0)).__module__.startswith("yaml._yaml")
     slow = lint_text(text, name, _only_limit_missing(), ClusterFacts.empty())
-    assert [d.data for d in slow.parsed.documents] == [d.data for d in fast.parsed.documents]  # type: ignore[union-attr]
+    assert [d.data for d in parse_text(text, name).documents] == fast_docs
     assert [f.to_dict() for f in slow.findings] == [f.to_dict() for f in fast.findings]
     assert slow.findings
