@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from policies.labeldomain import LabelDomain
 from policies.managed import detect_extended_resource_toleration, pending_gpu_resources
 from policies.quantity import try_parse
+from policies.resources import is_native
 from policies.shapes import as_list, as_mapping
 
 LABEL_PRODUCT = "nvidia.com/gpu.product"
@@ -192,20 +193,48 @@ class NodeGroup:
         return ", ".join(names) + more + what
 
 
-def _is_per_node(node: NodeFacts, key: str, value: str) -> bool:
-    return key in VOLATILE_LABELS or value == node.name
+# A label key whose values differ on more than half the nodes that carry it (and take at least this
+# many values) is a per-node label of this cluster (an instance id, a serial number, a cloud
+# provider's node id) even when it is not in VOLATILE_LABELS: it is kept per member, not in the
+# group key, so a fleet of identical nodes stays a handful of groups.
+PER_NODE_MIN_VALUES = 9
 
 
-def _group_key(node: NodeFacts) -> tuple[Any, ...]:
+def _per_node_keys(nodes: Iterable[NodeFacts]) -> frozenset[str]:
+    values: dict[str, set[str]] = {}
+    carriers: dict[str, int] = {}
+    for node in nodes:
+        if node.pool is not None:
+            continue
+        for key, value in node.labels.items():
+            values.setdefault(key, set()).add(value)
+            carriers[key] = carriers.get(key, 0) + 1
+    return frozenset(
+        k for k, seen in values.items() if len(seen) >= PER_NODE_MIN_VALUES and 2 * len(seen) > carriers[k]
+    )
+
+
+def _is_per_node(node: NodeFacts, key: str, value: str, per_node: frozenset[str]) -> bool:
+    return key in VOLATILE_LABELS or key in per_node or value == node.name
+
+
+def _group_key(node: NodeFacts, per_node: frozenset[str]) -> tuple[Any, ...]:
+    """What scheduling and the rules read of a node.  Only extended resources of the allocatable
+    count (rules compare GPU requests, never cpu or memory): in real fleets allocatable memory and
+    ephemeral storage differ by a few KiB between nodes of one type, and must not split a pool
+    into one group per node."""
     if node.pool is not None:
         return ("pool", node.name, node.pool)  # a pool is its own group, never merged with nodes
-    labels = tuple(sorted((k, v) for k, v in node.labels.items() if not _is_per_node(node, k, v)))
-    return (labels, node.taints, tuple(sorted(node.allocatable.items())), node.unschedulable, node.may_offer)
+    labels = tuple(sorted((k, v) for k, v in node.labels.items() if not _is_per_node(node, k, v, per_node)))
+    extended = tuple(sorted((k, v) for k, v in node.allocatable.items() if not is_native(k)))
+    return (labels, node.taints, extended, node.unschedulable, node.may_offer)
 
 
-def _varying_labels(members: Iterable[NodeFacts]) -> frozenset[str]:
+def _varying_labels(members: Iterable[NodeFacts], per_node: frozenset[str]) -> frozenset[str]:
     # A pool's labels are the same on every node it creates (karpenter.sh/nodepool: <its name> too).
-    return frozenset(k for m in members if m.pool is None for k, v in m.labels.items() if _is_per_node(m, k, v))
+    return frozenset(
+        k for m in members if m.pool is None for k, v in m.labels.items() if _is_per_node(m, k, v, per_node)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,10 +261,12 @@ class ClusterFacts:
 
     def __post_init__(self) -> None:
         buckets: dict[tuple[Any, ...], list[NodeFacts]] = {}
+        per_node = _per_node_keys(self.nodes)
         for node in (*self.nodes, *self.pools):
-            buckets.setdefault(_group_key(node), []).append(node)
+            buckets.setdefault(_group_key(node, per_node), []).append(node)
         groups = tuple(
-            NodeGroup(members[0], tuple(members), _varying_labels(members)) for members in buckets.values()
+            NodeGroup(members[0], tuple(members), _varying_labels(members, per_node))
+            for members in buckets.values()
         )
         object.__setattr__(self, "groups", groups)
         object.__setattr__(self, "_memo", {})

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
+from policies.engine import evaluate
 from policies.facts import ClusterFacts, Taint, parse_cuda_version, parse_driver_version
+from policies.types import Severity
 from tests.support.paths import EXAMPLES, FIXTURES, load_yaml_docs
 
 EXAMPLE = EXAMPLES / "cluster.yaml"
@@ -269,3 +271,33 @@ def test_empty_facts() -> None:
     assert ClusterFacts.empty().is_empty
     assert ClusterFacts.from_objects([]).is_empty
     assert not ClusterFacts.from_objects([_node("n")]).is_empty
+
+
+def _fleet_node(i: int, pool: str, gpus: int) -> dict[str, Any]:
+    """A node of a real fleet: allocatable memory and storage differ by a few KiB between nodes of
+    one type, and a provider label is unique per node."""
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": f"{pool}-{i}", "labels": {
+            "kubernetes.io/hostname": f"{pool}-{i}", "pool": pool, "example.com/serial": f"SN-{pool}-{i:06d}",
+            "topology.kubernetes.io/zone": f"zone-{i % 3}",
+        }},
+        "status": {"allocatable": {
+            "cpu": "95", "memory": f"{1_000_000 + (i * 37) % 9000}Ki", "ephemeral-storage": f"{900_000 + i % 701}Ki",
+            "pods": "110", "nvidia.com/gpu": str(gpus),
+        }},
+    }
+
+
+def test_heterogeneous_fleet_groups_by_what_rules_read() -> None:
+    nodes = [_fleet_node(i, pool, gpus) for pool, gpus in (("a100", 8), ("h100", 8), ("t4", 1)) for i in range(1700)]
+    facts = ClusterFacts.from_objects(nodes)
+    assert len(facts.nodes) == 5100
+    assert len(facts.groups) == 9  # three pools in three zones, whatever the memory and serial numbers
+    # A selector on the per-node label is still judged per node, not per group.
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},
+           "spec": {"nodeSelector": {"example.com/serial": "SN-h100-000042"},
+                    "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}
+    assert [f.rule for f in evaluate(pod, facts=facts).findings if f.severity is Severity.ERROR] == []
+    pod["spec"]["nodeSelector"]["example.com/serial"] = "SN-h100-999999"
+    assert "gpu-node-selector-mismatch" in [f.rule for f in evaluate(pod, facts=facts).findings]
