@@ -1,9 +1,10 @@
 """The Validating and Mutating webhook configurations for a policy config, as deterministic YAML text.
 
 The webhook ``rules`` list every kind gpuguard extracts pod templates from — the table in
-policies/podspec.py plus the config's ``podTemplatePaths`` — and the ``gpu-workload``
-matchCondition looks for GPU requests at every template location of those kinds, for the
-config's ``gpuResourceNames`` as well as the GPU vendors' names.  The namespaceSelector leaves out
+policies/podspec.py plus the config's ``podTemplatePaths`` — and the DRA claim kinds
+(ResourceClaim, ResourceClaimTemplate); the ``gpu-workload`` matchCondition looks for GPU requests
+at every template location of those kinds, for the config's ``gpuResourceNames`` as well as the GPU
+vendors' names, and lets every DRA claim through (its DeviceClass, selectors and devices are judged).  The namespaceSelector leaves out
 the config's ``exemptNamespaces``.  ``gpuguard webhook-config`` prints it; deploy/webhooks.yaml is
 this text for the deploy config (tests/deploy checks it is not stale).
 
@@ -16,6 +17,7 @@ import re
 from collections.abc import Iterable
 
 from policies.config import Config
+from policies.dra.objects import CLAIM_RESOURCES, GROUP, SERVED_VERSIONS
 from policies.podspec import KSERVE_COMPONENT_KEYS, Location, WildcardOver, Workload, index_workloads
 from policies.resources import DEFAULT_GPU_PREFIXES
 from policies.signals import DEVICE_ENV_NAMES, HOST_PATH_MARKERS
@@ -158,6 +160,9 @@ def _gpu_name_test(config: Config) -> str:
 def gpu_expression(config: Config) -> str:
     terms, always = candidate_terms(config)
     lines: list[str] = ["("]
+    kinds = _quoted(kind for kind, _ in CLAIM_RESOURCES)
+    lines.append("  // DRA ResourceClaims and ResourceClaimTemplates: judged like pod templates")
+    lines.append(f"  (object.kind in {kinds} && object.apiVersion.startsWith('{GROUP}/')) ||")
     for test, why in always:
         lines.append(f"  // {why}")
         lines.append(f"  ({test}) ||")
@@ -214,6 +219,16 @@ def _rules(config: Config) -> list[str]:
     return out
 
 
+def _dra_rules() -> list[str]:
+    return [
+        f"      - apiGroups: [{GROUP}]  # ResourceClaim, ResourceClaimTemplate",
+        f"        apiVersions: [{', '.join(SERVED_VERSIONS)}]",
+        f"        resources: [{', '.join(plural for _, plural in CLAIM_RESOURCES)}]",
+        "        operations: [CREATE, UPDATE]",
+        '        scope: "Namespaced"',
+    ]
+
+
 def _namespace_selector(config: Config) -> list[str]:
     if not config.exempt_namespaces:
         return ["    # No exemptNamespaces in the config: every namespace is checked."]
@@ -252,9 +267,10 @@ def _webhook_configuration(config: Config, kind: str, name: str, path: str, poli
         "    matchPolicy: Equivalent",
         *_namespace_selector(config),
         "    # The kinds gpuguard extracts pod templates from (policies/podspec.py WORKLOADS and the",
-        "    # config's podTemplatePaths).",
+        "    # config's podTemplatePaths), and DRA claims (policies/dra/objects.py CLAIM_RESOURCES).",
         "    rules:",
         *_rules(config),
+        *_dra_rules(),
         "    # Only objects that ask for a GPU reach the webhook. All conditions must be true; a false",
         "    # one skips the webhook even when another fails to evaluate.",
         "    matchConditions:",

@@ -14,6 +14,7 @@ considered allocated (the scheduler plugin's ``foreachAllocatedDevice``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -167,7 +168,7 @@ class Inventory:
             return cached
         candidates: list[Candidate] = []
         pools: list[Pool] = []
-        for pool in self.pools.values():
+        for pool in self._pools_near(node):
             touched = False
             for item in pool.slices:
                 if item.per_device_node_selection:
@@ -186,6 +187,27 @@ class Inventory:
         if len(self._reach) < 4096:
             self._reach[key] = result
         return result
+
+    @functools.cached_property
+    def _pools_by_node(self) -> tuple[tuple[Pool, ...], dict[str, list[int]], list[int]]:
+        """The pools in order, the positions of node-local pools by their node, and the others'."""
+        ordered = tuple(self.pools.values())
+        by_node: dict[str, list[int]] = {}
+        elsewhere: list[int] = []
+        for i, pool in enumerate(ordered):
+            names = {s.node_name for s in pool.slices}
+            if all(s.node_name and not s.per_device_node_selection for s in pool.slices):
+                for name in names:
+                    by_node.setdefault(str(name), []).append(i)
+            else:
+                elsewhere.append(i)
+        return ordered, by_node, elsewhere
+
+    def _pools_near(self, node: NodeFacts | None) -> list[Pool]:
+        """The pools that may have a slice for ``node``, in pool order (a node-local pool only for its node)."""
+        ordered, by_node, elsewhere = self._pools_by_node
+        local = by_node.get(node.name, []) if node is not None else []
+        return [ordered[i] for i in sorted({*elsewhere, *local})]
 
     def devices(self, driver: str | None = None) -> Iterator[tuple[Pool, ResourceSlice, Device]]:
         for pool in self.pools.values():
