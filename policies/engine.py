@@ -297,10 +297,10 @@ def _check_memoised(
 
 
 def _image_key(pod: PodTemplate, config: Config, facts: ClusterFacts, images: ImageFacts, content: bytes) -> Any:
-    from policies.cuda.containers import gpu_containers
+    from policies.cuda.containers import judged_containers
 
     def pairs() -> tuple[tuple[str, str], ...]:
-        names = [c.container.get("image") for c in gpu_containers(pod, config.is_gpu)]
+        names = [c.container.get("image") for c in judged_containers(pod, config.is_gpu)]
         archs = lookup_archs(facts)
         return tuple((n, arch) for n in names if isinstance(n, str) for arch in archs)
 

@@ -4,9 +4,9 @@ The webhook ``rules`` list every kind gpuguard extracts pod templates from — t
 policies/podspec.py plus the config's ``podTemplatePaths`` — and the DRA claim kinds
 (ResourceClaim, ResourceClaimTemplate); the ``gpu-workload`` matchCondition looks for GPU requests
 at every template location of those kinds, for the config's ``gpuResourceNames`` as well as the GPU
-vendors' names, and lets every DRA claim through (its DeviceClass, selectors and devices are judged).  The namespaceSelector leaves out
-the config's ``exemptNamespaces``.  ``gpuguard webhook-config`` prints it; deploy/webhooks.yaml is
-this text for the deploy config (tests/deploy checks it is not stale).
+vendors' names, and lets every DRA claim through (its DeviceClass, selectors and devices are judged).
+The namespaceSelector leaves out the config's ``exemptNamespaces``.  ``gpuguard webhook-config``
+prints it; deploy/webhooks.yaml is this text for the deploy config (tests/deploy checks it is not stale).
 
 Only ``policies`` is imported: the same text can feed other packaging (a Helm chart).
 """
@@ -160,9 +160,9 @@ def _gpu_name_test(config: Config) -> str:
 def gpu_expression(config: Config) -> str:
     terms, always = candidate_terms(config)
     lines: list[str] = ["("]
-    kinds = _quoted(kind for kind, _ in CLAIM_RESOURCES)
+    claim_kinds = _quoted(kind for kind, _ in CLAIM_RESOURCES)
     lines.append("  // DRA ResourceClaims and ResourceClaimTemplates: judged like pod templates")
-    lines.append(f"  (object.kind in {kinds} && object.apiVersion.startsWith('{GROUP}/')) ||")
+    lines.append(f"  (object.kind in {claim_kinds} && object.apiVersion.startsWith('{GROUP}/')) ||")
     for test, why in always:
         lines.append(f"  // {why}")
         lines.append(f"  ({test}) ||")

@@ -81,6 +81,7 @@ REMEDIATION = (
     "in use, or let the pod run on the nodes that have the devices."
 )
 OPTIONS: tuple[Option, ...] = ()
+EXTENDED = "extended resources (served by DRA)"  # the claim the scheduler makes for them (KEP-5004)
 
 
 def _ready(view: DraView, specs: Sequence[ClaimToAllocate]) -> Inventory | None:
@@ -173,7 +174,7 @@ def _extended_claim(ctx: RuleContext, node: NodeFacts) -> ClaimToAllocate | None
     if not requests:
         return None
     spec = parse_claim_spec({"devices": {"requests": requests}}, "/spec")
-    return ClaimToAllocate("extended resources (served by DRA)", spec)
+    return ClaimToAllocate(EXTENDED, spec)
 
 
 def _pinned(claim: PodClaim, node: NodeFacts, inventory: Inventory) -> bool:
@@ -222,6 +223,17 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
         if not n.unschedulable and cons.selector_ok(n) and not cons.untolerated(n)
         and all(_pinned(p, n, inventory) for p in pinned)
     ]
+    if pinned and not candidates:
+        holding = [n for n in ctx.facts.nodes if all(_pinned(p, n, inventory) for p in pinned)]
+        if holding:
+            names = ", ".join(repr(p.name) for p in pinned)
+            reasons = _placement_reasons(ctx, holding[0]) or ["it is not one the pod can use"]
+            yield Violation(
+                f"pod claim(s) {names} are already allocated on node {holding[0].name}, where the pod must run to "
+                f"share them, but it cannot land there ({'; '.join(reasons)}); the pod stays Pending",
+                pinned[0].path,
+            )
+        return
     result = _pod_feasibility(ctx, view, to_allocate, inventory, candidates)
     if result.fits is not False and result.fits is not None:
         return
@@ -271,7 +283,12 @@ def _pod_finding(
     anywhere = _feasible(ctx.facts, view, to_allocate, inventory, ctx.facts.nodes, b"")
     possibly, notes = _possibly(ctx.facts, result)
     names = ", ".join(f"{c.name!r}" for c in claims)
-    if anywhere.fits is True and anywhere.fitting_node is not None:
+    requested = ctx.gpu_requests()
+    served = sorted({r for n in candidates for r, _ in n.dra_served if r in requested})
+    if served:
+        names += f"; with the {', '.join(served)} that DRA serves there"
+    candidate_names = {n.name for n in candidates}
+    if anywhere.fits is True and anywhere.fitting_node is not None and anywhere.fitting_node not in candidate_names:
         fitting = next(n for n in ctx.facts.nodes if n.name == anywhere.fitting_node)
         reasons = _placement_reasons(ctx, fitting) or ["an allocated claim pins the pod elsewhere"]
         text = (
