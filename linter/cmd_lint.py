@@ -37,8 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cluster",
         metavar="FILE",
-        help="cluster snapshot (`kubectl get nodes,runtimeclasses -o yaml`), or `sample` for the bundled "
-        "profile; without it, rules that need cluster facts are skipped",
+        help="cluster snapshot (`kubectl get nodes,runtimeclasses -o yaml`; with DRA add deviceclasses,"
+        "resourceslices,resourceclaims,resourceclaimtemplates and -A), or `sample` for the bundled profile; "
+        "without it, rules that need cluster facts are skipped",
     )
     parser.add_argument("--config", metavar="FILE", help="gpuguard config (default: .gpuguard.yaml upward from cwd)")
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
