@@ -177,6 +177,11 @@ def run(args: argparse.Namespace) -> int:
             head_timeout=args.request_timeout, body_timeout=args.request_timeout, max_connections=args.max_connections
         ),
     )
+    # Building the CEL grammar takes seconds; do it once before forking workers, not in the first
+    # review of a DRA claim (policies.dra.cel).
+    from policies.dra.cel import compile_selector
+
+    compile_selector("device.driver == 'gpuguard.io'")
     try:
         return serve(options)
     except OSError as exc:

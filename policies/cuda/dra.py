@@ -28,6 +28,7 @@ gpuguard's CEL (``policies.dra.cel``) and checked against the devices before it 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -88,17 +89,33 @@ def _attribute(device: Device, driver: str, name: str) -> Any:
 
 
 def device_driver(candidate: Candidate) -> DeviceDriver | None:
+    """What the device says about its driver (read once per device; its views are immutable)."""
+    known = candidate.device.__dict__.get("_device_driver", False)
+    if known is False:
+        known = candidate.device.__dict__["_device_driver"] = _device_driver(candidate)
+    return known  # type: ignore[no-any-return]
+
+
+_ATTRIBUTES = ("driverVersion", "cudaDriverVersion", "cudaComputeCapability", "brand", "productName")
+
+
+def _device_driver(candidate: Candidate) -> DeviceDriver | None:
     device, driver = candidate.device, candidate.id.driver
-    version = parse_version(_attribute(device, driver, "driverVersion"))
-    cuda = parse_version(_attribute(device, driver, "cudaDriverVersion"))
+    raw = tuple(_attribute(device, driver, name) for name in _ATTRIBUTES)
+    return _parsed(*(v if isinstance(v, str) else None for v in raw))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(
+    driver: str | None, cuda_text: str | None, capability_text: str | None, brand: str | None, product: str | None
+) -> DeviceDriver | None:
+    version, cuda = parse_version(driver), parse_version(cuda_text)
     if version is None and cuda is None:
         return None
-    capability = parse_version(_attribute(device, driver, "cudaComputeCapability"))
+    capability = parse_version(capability_text)
     arch = f"{capability[0]}.{capability[1] if len(capability) > 1 else 0}" if capability else None
-    brand = _attribute(device, driver, "brand")
-    runtime_brand = _RUNTIME_BRANDS.get(brand.lower(), "Unknown") if isinstance(brand, str) else None
-    product = _attribute(device, driver, "productName")
-    return DeviceDriver(version, cuda, arch, runtime_brand, product if isinstance(product, str) else None)
+    runtime_brand = _RUNTIME_BRANDS.get(brand.lower(), "Unknown") if brand is not None else None
+    return DeviceDriver(version, cuda, arch, runtime_brand, product)
 
 
 def device_mode(req: Requirement, need: Need, dd: DeviceDriver) -> tuple[Mode, Check | None]:
@@ -210,7 +227,7 @@ def _devices(
             if dd is None:
                 continue
             names, members = found.setdefault(dd, ([], []))
-            if node.name not in names:
+            if not names or names[-1] != node.name:  # nodes are visited one after the other
                 names.append(node.name)
             members.append(candidate)
     return found

@@ -20,12 +20,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from policies.digest import digest
 from policies.dra.inventory import Inventory
 from policies.dra.matching import MatchCache
 from policies.dra.objects import DeviceClass, ResourceClaim, ResourceClaimTemplate
+
+if TYPE_CHECKING:
+    from policies.dra.published import Published
 from policies.dra.reading import DraObjects, read_objects
 
 Origin = Literal["input", "cluster"]
@@ -50,6 +53,11 @@ class DraFacts:
         return {}
 
     @functools.cached_property
+    def published(self) -> dict[tuple[bool, tuple[str, ...]], Published | None]:
+        """What drivers publish (policies.dra.published), per snapshot."""
+        return {}
+
+    @functools.cached_property
     def class_drivers(self) -> dict[tuple[str, ...], tuple[str, ...]]:
         """The drivers of the devices a class's selectors select (policies.dra.published)."""
         return {}
@@ -70,6 +78,7 @@ class DraFacts:
         if same and "match_cache" in previous.__dict__:
             self.__dict__["match_cache"] = previous.match_cache
             self.__dict__["class_drivers"] = previous.class_drivers
+            self.__dict__["published"] = previous.published
 
     def template(self, namespace: str, name: str) -> ResourceClaimTemplate | None:
         return _lookup(self._templates, namespace, name)

@@ -224,7 +224,14 @@ class Inventory:
         as CEL sees them.
         """
         out: dict[str, set[str]] = {}
-        for _, _, device in self.devices(driver):
+        shapes: set[tuple[tuple[str, tuple[str, ...]], ...]] = set()
+        for _, _, device in self.devices(driver):  # devices of one model share a shape: judge each once
+            shape = tuple(
+                (name, tuple(k for k, v in raw.items() if v is not None)) for name, raw in device.attributes.items()
+            )
+            if shape in shapes:
+                continue
+            shapes.add(shape)
             for name, raw in device.attributes.items():
                 qualified = name if "/" in name else f"{driver}/{name}"
                 kind = attribute_kind(raw)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, MutableMapping
 
+from policies.dra import signature
 from policies.dra.cel import MAX_COST, compile_selector
 from policies.dra.objects import Device, DeviceID, Selector
 
@@ -23,7 +24,7 @@ def selectors_match(selectors: Iterable[Selector], device: Device) -> bool | Non
         compiled = compile_selector(selector.expression)
         if not compiled.ok:
             return None
-        result = compiled.evaluate(device.prepared, MAX_COST)
+        result = signature.evaluate(compiled, device, MAX_COST)
         if result.matched is False:
             return False
         if result.matched is None:

@@ -151,6 +151,16 @@ def published(drivers: Iterable[str], view: DraView, inferred: bool = False) -> 
     ``inferred``: the drivers are the domains the selectors read, not the class's; only those are judged.
     """
     drivers = tuple(sorted(set(drivers)))
+    if view.cluster is not None and view.inventory is not None:
+        memo = view.cluster.published
+        key = (inferred, drivers)
+        if key not in memo:
+            memo[key] = _published(drivers, view, inferred)
+        return memo[key]
+    return _published(drivers, view, inferred)
+
+
+def _published(drivers: tuple[str, ...], view: DraView, inferred: bool) -> Published | None:
     domains = frozenset(drivers) if inferred else None
     if not drivers:
         return None
