@@ -20,7 +20,7 @@ from typing import Literal
 from policies.dra.cel import compile_selector
 from policies.dra.facts import DraView
 from policies.dra.matching import cached_match
-from policies.dra.objects import DeviceClass, DeviceID
+from policies.dra.objects import DeviceClass, DeviceID, attribute_kind
 
 Source = Literal["slices", "driver"]
 
@@ -91,6 +91,7 @@ class Published:
     attributes: Mapping[str, frozenset[str]]  # qualified name → value kinds
     capacities: frozenset[str] | None  # None: not known (driver tables list attributes only)
     source: Source
+    device_class: str | None = None  # set when these are the attributes of the class's own devices
     # Set when the drivers were inferred from the domains a selector reads (the class's devices are
     # unknown): only reads in these domains are judged.
     domains: frozenset[str] | None = None
@@ -100,6 +101,8 @@ class Published:
 
     def describe(self) -> str:
         who = ", ".join(self.drivers)
+        if self.device_class is not None:
+            return f"no device of class {self.device_class} in the cluster's ResourceSlices publishes"
         if self.source == "slices":
             return f"no device of driver {who} in the cluster's ResourceSlices publishes"
         return f"driver {who} does not publish (judged by what NVIDIA's GPU driver publishes since v25.12.0)"
@@ -145,6 +148,57 @@ def class_drivers(device_class: DeviceClass, view: DraView) -> tuple[str, ...]:
     return tuple(sorted(drivers))
 
 
+def class_published(device_class: DeviceClass, view: DraView) -> Published | None:
+    """What the devices the class selects in the cluster publish; when it selects none there (or the
+    cluster's devices are unknown), what its drivers publish by a known driver's list."""
+    inventory = view.inventory
+    if inventory is not None and view.cluster is not None:
+        key = (False, ("class", *(s.expression for s in device_class.selectors)))
+        memo = view.cluster.published
+        if key not in memo:
+            memo[key] = _of_class_devices(device_class, view)
+        found = memo[key]
+        if found is not None:
+            return found
+    return _table(tuple(sorted(selector_drivers(s.expression for s in device_class.selectors))), None)
+
+
+def _of_class_devices(device_class: DeviceClass, view: DraView) -> Published | None:
+    assert view.inventory is not None and view.cluster is not None
+    cache = view.cluster.match_cache
+    attributes: dict[str, set[str]] = {}
+    capacities: set[str] = set()
+    drivers: set[str] = set()
+    shapes: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
+    for pool, _, device in view.inventory.devices():
+        device_id = DeviceID(pool.id.driver, pool.id.name, device.name)
+        if cached_match(device_class.selectors, device_id, device, cache) is not True:
+            continue
+        driver = pool.id.driver
+        shape = (tuple(f"{driver}|{n}|{'|'.join(r)}" for n, r in device.attributes.items()), tuple(device.capacity))
+        if shape in shapes:
+            continue
+        shapes.add(shape)
+        drivers.add(driver)
+        for name, raw in device.attributes.items():
+            kind = attribute_kind(raw)
+            attributes.setdefault(name if "/" in name else f"{driver}/{name}", set()).update([kind] if kind else [])
+        capacities.update(n if "/" in n else f"{driver}/{n}" for n in device.capacity)
+    if not drivers:
+        return None
+    table = {k: frozenset(v) for k, v in attributes.items()}
+    return Published(tuple(sorted(drivers)), table, frozenset(capacities), "slices", device_class=device_class.name)
+
+
+def _table(drivers: tuple[str, ...], domains: frozenset[str] | None) -> Published | None:
+    if not drivers or not all(d in KNOWN_DRIVERS for d in drivers):
+        return None
+    known: dict[str, frozenset[str]] = {}
+    for driver in drivers:
+        known.update({k: frozenset([v]) for k, v in KNOWN_DRIVERS[driver].items()})
+    return Published(drivers, known, None, "driver", domains=domains)
+
+
 def published(drivers: Iterable[str], view: DraView, inferred: bool = False) -> Published | None:
     """What ``drivers`` publish, from the cluster's slices if they have such devices, else a known table.
 
@@ -176,10 +230,5 @@ def _published(drivers: tuple[str, ...], view: DraView, inferred: bool) -> Publi
             capacities.update(inventory.published_capacities(driver))
         if seen:
             table = {k: frozenset(v) for k, v in attributes.items()}
-            return Published(drivers, table, frozenset(capacities), "slices", domains)
-    if all(d in KNOWN_DRIVERS for d in drivers):
-        known: dict[str, frozenset[str]] = {}
-        for driver in drivers:
-            known.update({k: frozenset([v]) for k, v in KNOWN_DRIVERS[driver].items()})
-        return Published(drivers, known, None, "driver", domains)
-    return None
+            return Published(drivers, table, frozenset(capacities), "slices", domains=domains)
+    return _table(drivers, domains)

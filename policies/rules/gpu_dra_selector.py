@@ -49,7 +49,7 @@ Passing (NVIDIA test/e2e/framework/specs/driver-version.yaml.tmpl, with the vers
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from policies import pointer
 from policies.dra.cel import AttributeRef, CompiledSelector, compile_selector
@@ -59,6 +59,7 @@ from policies.dra.podclaims import object_namespace, pod_claims
 from policies.dra.published import (
     Published,
     class_drivers,
+    class_published,
     known_driver_domains,
     published,
     removed_attribute,
@@ -108,7 +109,18 @@ def _grade(pub: Published, guarded: bool = False) -> Severity:
     return Severity.ERROR if pub.source == "slices" and not guarded else Severity.WARNING
 
 
-def _missing(ref: AttributeRef, name: str, pub: Published, where: str) -> tuple[str, Severity]:
+Elsewhere = Callable[[str, str], list[str]]  # (kind, qualified name) → other classes whose devices have it
+
+
+def _close(name: str, known: Iterable[str]) -> str | None:
+    """A published name in the same domain that looks like a typo of ``name``."""
+    domain, _, ident = name.rpartition("/")
+    same = {k.rpartition("/")[2]: k for k in known if k.rpartition("/")[0] == domain}
+    close = difflib.get_close_matches(ident, sorted(same), n=1, cutoff=0.75)
+    return same[close[0]] if close else None
+
+
+def _missing(ref: AttributeRef, name: str, pub: Published, where: str, elsewhere: Elsewhere) -> tuple[str, Severity]:
     what = "attribute" if ref.kind == "attributes" else "capacity"
     known = pub.attributes if ref.kind == "attributes" else (pub.capacities or frozenset())
     removed = removed_attribute(name) if ref.kind == "attributes" else None
@@ -120,9 +132,12 @@ def _missing(ref: AttributeRef, name: str, pub: Published, where: str) -> tuple[
             text += "; no device in the cluster's ResourceSlices publishes it"
     else:
         text = f"{where} reads {what} {name}, which {pub.describe()}"
-        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
-        if close:
-            text += f"; did you mean {close[0]}?"
+        others = elsewhere(ref.kind, name)
+        close = _close(name, known)
+        if others:
+            text += f" (devices of {', '.join(others)} do: is that the class meant?)"
+        elif close:
+            text += f" (did you mean {close}?)"
     if ref.presence_test:
         text += "; the has()/in test is always false, so the selector never matches"
     else:
@@ -156,7 +171,7 @@ def _mistyped(ref: AttributeRef, name: str, kinds: frozenset[str], where: str) -
 
 
 def _reference_findings(
-    compiled: CompiledSelector, pub: Published, where: str
+    compiled: CompiledSelector, pub: Published, where: str, elsewhere: Elsewhere
 ) -> Iterator[tuple[str, Severity]]:
     seen: set[tuple[str, str]] = set()
     for ref in compiled.references.attributes:
@@ -175,7 +190,7 @@ def _reference_findings(
                 continue
         if kinds is None:
             seen.add((ref.kind, name))
-            yield _missing(ref, name, pub, where)
+            yield _missing(ref, name, pub, where, elsewhere)
             continue
         typed = _mistyped(ref, name, kinds, where)
         if typed is not None:
@@ -200,6 +215,7 @@ def _selectors(
     pub: Published | None,
     label: str,
     compile_errors: bool,
+    elsewhere: Elsewhere = lambda kind, name: [],
 ) -> Iterator[tuple[str, Severity, str]]:
     """(message, severity, pointer of the expression) per problem."""
     for i, selector in enumerate(selectors):
@@ -211,7 +227,7 @@ def _selectors(
                 yield found[0], found[1], selector.pointer
             continue
         if pub is not None:
-            for message, severity in _reference_findings(compiled, pub, where):
+            for message, severity in _reference_findings(compiled, pub, where, elsewhere):
                 yield message, severity, selector.pointer
 
 
@@ -228,15 +244,36 @@ def _judge(subject: Subject, view: DraView, compile_errors: bool) -> Iterator[Vi
                 )
     for alt in alternatives(subject.spec):
         device_class = view.device_class(alt.device_class_name)
-        drivers = set(class_drivers(device_class, view)) if device_class is not None else set()
-        drivers |= selector_drivers(s.expression for s in alt.selectors)
-        inferred = not drivers
-        if inferred:
-            drivers = known_driver_domains(s.expression for s in alt.selectors)
-        pub = published(drivers, view, inferred)
+        pub = class_published(device_class, view) if device_class is not None else None
+        if pub is None:  # the class is unknown or selects nothing known: judge by the domains read
+            drivers = selector_drivers(s.expression for s in alt.selectors)
+            inferred = not drivers
+            if inferred:
+                drivers = known_driver_domains(s.expression for s in alt.selectors)
+            pub = published(drivers, view, inferred)
         label = f"request {alt.qualified_name} (class {alt.device_class_name})"
-        for message, severity, at in _selectors(alt.selectors, pub, label, compile_errors):
+
+        def elsewhere(kind: str, name: str, own: str = alt.device_class_name) -> list[str]:
+            return _other_classes(view, own, kind, name)
+
+        for message, severity, at in _selectors(alt.selectors, pub, label, compile_errors, elsewhere):
             yield Violation(subject.say(message), subject.path(at), anchor=subject.anchor, severity=severity)
+
+
+def _other_classes(view: DraView, own: str, kind: str, name: str) -> list[str]:
+    """Other classes of the cluster whose devices publish ``name`` (at most three)."""
+    found = []
+    for class_name in view.class_names():
+        other = view.device_class(class_name)
+        if class_name == own or other is None:
+            continue
+        pub = class_published(other, view)
+        if pub is None or pub.device_class is None:
+            continue
+        names = pub.attributes if kind == "attributes" else (pub.capacities or frozenset())
+        if name in names:
+            found.append(f"class {class_name}")
+    return found[:3]
 
 
 def _judge_class(device_class: DeviceClass, view: DraView) -> Iterator[Violation]:
@@ -244,8 +281,7 @@ def _judge_class(device_class: DeviceClass, view: DraView) -> Iterator[Violation
         if "/selectors" in problem.pointer:
             yield Violation(f"{problem.message}; the API server rejects the class", _split(problem.pointer),
                             anchor="object")
-    drivers = class_drivers(device_class, view)
-    pub = published(drivers, view)
+    pub = published(class_drivers(device_class, view), view)
     label = f"DeviceClass {device_class.name}"
     for message, severity, at in _selectors(device_class.selectors, pub, label, True):
         yield Violation(message, _split(at), anchor="object", severity=severity)
