@@ -125,7 +125,10 @@ def engine_microseconds(cluster: Path, distinct: bool = False) -> float:
 
 
 def generate_snapshot(path: Path, nodes: int) -> None:
-    """``nodes`` GPU nodes cloned from the example cluster's node pools, as a JSON List."""
+    """``nodes`` GPU nodes cloned from the example cluster's node pools, as a JSON List.
+
+    Heterogeneous as real fleets are: allocatable memory and ephemeral storage differ by a few KiB
+    from node to node, every node carries its own instance id and serial, three zones."""
     import yaml
 
     with EXAMPLE_CLUSTER.open() as fh:
@@ -144,6 +147,13 @@ def generate_snapshot(path: Path, nodes: int) -> None:
         labels = meta.setdefault("labels", {})
         labels["kubernetes.io/hostname"] = name
         labels["topology.kubernetes.io/zone"] = zones[n % len(zones)]
+        labels["node.example.com/instance-id"] = f"i-{n * 7919:017x}"
+        labels["nvidia.com/gpu.serial"] = f"{1320000000000 + n * 31}"
+        status = node.setdefault("status", {})
+        for which in ("allocatable", "capacity"):
+            amounts = status.setdefault(which, {})
+            amounts["memory"] = f"{2_000_000_000 - (n * 7919) % 65_536}Ki"
+            amounts["ephemeral-storage"] = str(1_887_436_798_102 - (n * 104_729) % 4_194_304)
         out.append(node)
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": out + classes}))
 
