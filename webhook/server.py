@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +56,8 @@ class ServeOptions:
 
 
 class _Quiet(uvicorn.Server):
-    """A second server in the same loop: the webhook's server owns the signals and the shutdown."""
+    """The health server, on its own thread and event loop: it answers probes and scrapes even
+    while the webhook's loop is busy evaluating; the webhook's server owns signals and shutdown."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -116,22 +118,28 @@ def run_app(
         watchers = [asyncio.create_task(reloader.run(options.tls_reload_interval))]
         if config is not None:
             watchers.append(asyncio.create_task(config.run(options.config_reload_interval)))
-        health_task = None
-        if health_server is not None and health is not None:
-            health_task = asyncio.create_task(health_server.serve(sockets=[health[1]]))
         try:
             await server.serve(sockets=[sock])
         finally:
             for watcher in watchers:
                 watcher.cancel()
-            if health_server is not None:
-                health_server.should_exit = True
-            for task in [*watchers, *([health_task] if health_task is not None else [])]:
+            for task in watchers:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-    with asyncio.Runner(loop_factory=uconfig.get_loop_factory()) as runner:
-        runner.run(main())
+    health_thread = None
+    if health_server is not None and health is not None:
+        health_thread = threading.Thread(
+            target=asyncio.run, args=(health_server.serve(sockets=[health[1]]),), name="gpuguard-health", daemon=True
+        )
+        health_thread.start()
+    try:
+        with asyncio.Runner(loop_factory=uconfig.get_loop_factory()) as runner:
+            runner.run(main())
+    finally:
+        if health_server is not None and health_thread is not None:
+            health_server.should_exit = True
+            health_thread.join(timeout=10)
     return bool(server.started)
 
 
