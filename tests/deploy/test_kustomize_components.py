@@ -51,7 +51,7 @@ def overlay(tmp: Path, *components: str) -> list[dict[str, Any]]:
 
 def _strip(obj: dict[str, Any]) -> dict[str, Any]:
     """An object without what Helm adds to a release's objects (labels and the instance selector)."""
-    out = yaml.safe_load(yaml.safe_dump(obj))
+    out: dict[str, Any] = yaml.safe_load(yaml.safe_dump(obj))
     out["metadata"].pop("labels", None)
     for holder in (out.get("spec", {}), out.get("spec", {}).get("selector", {}), out.get("spec", {}).get("podSelector", {})):
         if isinstance(holder, dict):

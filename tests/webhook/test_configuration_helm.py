@@ -32,7 +32,7 @@ def test_only_the_release_parts_differ_from_the_kustomize_text() -> None:
 
 
 def test_cel_that_helm_would_read_as_an_action_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = configuration_helm.render
+    real = render
 
     def with_braces(config: Config | None = None, layout: Layout | None = None) -> str:
         return real(config, layout).replace("has(object.spec)", "has(object.spec{{x}})")
