@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
 
 from certs.tls import Bundle
 from tests.support.helm_chart import documents, only, template
@@ -27,6 +29,14 @@ SERVICE_HOST = "gg-gpuguard.gpu-policy.svc"  # what the API server dials for the
 
 
 def _tls(docs: list[dict[str, Any]]) -> tuple[dict[str, bytes], str]:
+    """The Secret's data (decoded) and its not-after annotation; the caBundle of both webhooks is
+    its ca.crt."""
+    data, not_after, bundle = _tls_and_bundle(docs)
+    assert bundle == data["ca.crt"]
+    return data, not_after
+
+
+def _tls_and_bundle(docs: list[dict[str, Any]]) -> tuple[dict[str, bytes], str, bytes]:
     secret = only(docs, "Secret")
     data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
     bundles = {
@@ -34,8 +44,7 @@ def _tls(docs: list[dict[str, Any]]) -> tuple[dict[str, bytes], str]:
         for d in docs if d["kind"].endswith("WebhookConfiguration") for w in d["webhooks"]
     }
     (bundle,) = bundles
-    assert base64.b64decode(bundle) == data["ca.crt"]
-    return data, secret["metadata"]["annotations"]["gpuguard.io/not-after"]
+    return data, secret["metadata"]["annotations"]["gpuguard.io/not-after"], base64.b64decode(bundle)
 
 
 def _get_healthz(port: int, ca: bytes, hostname: str) -> bytes:
@@ -80,6 +89,14 @@ def test_the_generated_certificate_serves_the_webhook(tmp_path: Path) -> None:
         stop_server(server)
 
 
+def _issued_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
+    try:
+        cert.verify_directly_issued_by(ca)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
 def _installed(secret: dict[str, Any]) -> dict[str, Any]:
     """The Secret as `helm install` leaves it in the cluster: with Helm's ownership annotations."""
     annotations = secret["metadata"].setdefault("annotations", {})
@@ -114,14 +131,24 @@ def test_upgrades_keep_the_certificate_until_it_nears_its_end(tmp_path: Path) ->
         soon = dt.datetime.now(dt.UTC) + dt.timedelta(days=29)
         near_end["metadata"]["annotations"]["gpuguard.io/not-after"] = soon.strftime("%Y-%m-%dT%H:%M:%SZ")
         api.put_secret(near_end)
-        renewed, renewed_until = _tls(_upgrade(tmp_path, kubeconfig))
+        renewal = _upgrade(tmp_path, kubeconfig)
+        renewed, renewed_until, bundle = _tls_and_bundle(renewal)
         assert renewed["ca.crt"] != first["ca.crt"] and renewed["tls.key"] != first["tls.key"]
         assert dt.datetime.fromisoformat(renewed_until) > dt.datetime.now(dt.UTC) + dt.timedelta(days=3000)
+        # Until the pods reload the Secret they serve the old certificate: the caBundle trusts both.
+        trusted = x509.load_pem_x509_certificates(bundle)
+        assert [c.public_bytes(serialization.Encoding.PEM) for c in trusted] == [renewed["ca.crt"], first["ca.crt"]]
+        for data in (first, renewed):
+            served = x509.load_pem_x509_certificate(data["tls.crt"])
+            assert sum(_issued_by(served, ca) for ca in trusted) == 1
+
+        api.put_secret(_installed(copy.deepcopy(only(renewal, "Secret"))))  # the next upgrade trusts the new CA alone
+        assert _tls(_upgrade(tmp_path, kubeconfig))[0] == renewed
 
         unknown_end = _installed(copy.deepcopy(only(first_docs, "Secret")))
         del unknown_end["metadata"]["annotations"]["gpuguard.io/not-after"]
         api.put_secret(unknown_end)  # not the chart's: its end is unknown, so it is replaced
-        assert _tls(_upgrade(tmp_path, kubeconfig))[0]["ca.crt"] != first["ca.crt"]
+        assert _tls_and_bundle(_upgrade(tmp_path, kubeconfig))[0]["ca.crt"] != first["ca.crt"]
 
 
 def test_template_without_a_cluster_generates_anew(tmp_path: Path) -> None:

@@ -114,9 +114,11 @@ vendor prefixes do not cover, as webhook/configuration.py writes them. */}}
 {{- end }}
 
 {{/* certificates.mode self: the CA and serving certificate, as a dict with ca.crt, tls.crt,
-tls.key (PEM) and notAfter (RFC 3339). The Secret of an earlier release is kept unless it
-expires within renewBeforeDays; otherwise a new CA and certificate are generated. The result
-is memoised in .Values so the Secret and both webhook configurations of one render agree. */}}
+tls.key (PEM), notAfter (RFC 3339) and caBundle (PEM). The Secret of an earlier release is kept
+unless it expires within renewBeforeDays; otherwise a new CA and certificate are generated, and
+the caBundle trusts the previous CA too, so the pods' certificate stays trusted until they have
+reloaded the new one (the next upgrade drops it). The result is memoised in .Values so the
+Secret and both webhook configurations of one render agree. */}}
 {{- define "gpuguard.selfSignedTLS" -}}
 {{- if not (hasKey .Values "__gpuguardSelfSignedTLS") }}
 {{- $tls := dict }}
@@ -127,7 +129,8 @@ is memoised in .Values so the Secret and both webhook configurations of one rend
 {{- if and (get $data "ca.crt") (get $data "tls.crt") (get $data "tls.key") $notAfter }}
 {{- $renewAt := sub ((toDate "2006-01-02T15:04:05Z07:00" $notAfter) | unixEpoch | atoi) (mul (int .Values.certificates.self.renewBeforeDays) 86400) }}
 {{- if lt (now | unixEpoch | atoi) $renewAt }}
-{{- $tls = dict "ca.crt" (get $data "ca.crt" | b64dec) "tls.crt" (get $data "tls.crt" | b64dec) "tls.key" (get $data "tls.key" | b64dec) "notAfter" $notAfter }}
+{{- $ca := get $data "ca.crt" | b64dec }}
+{{- $tls = dict "ca.crt" $ca "tls.crt" (get $data "tls.crt" | b64dec) "tls.key" (get $data "tls.key" | b64dec) "notAfter" $notAfter "caBundle" $ca }}
 {{- end }}
 {{- end }}
 {{- if not $tls }}
@@ -136,7 +139,11 @@ is memoised in .Values so the Secret and both webhook configurations of one rend
 {{- $names := include "gpuguard.serviceDNSNames" . | fromJsonArray }}
 {{- $cert := genSignedCert (printf "%s.%s.svc" (include "gpuguard.fullname" .) .Release.Namespace) nil $names $days $ca }}
 {{- $until := (now | dateModify (printf "+%dh" (mul $days 24)) | date "2006-01-02T15:04:05Z07:00") }}
-{{- $tls = dict "ca.crt" $ca.Cert "tls.crt" $cert.Cert "tls.key" $cert.Key "notAfter" $until }}
+{{- $bundle := $ca.Cert }}
+{{- with get $data "ca.crt" }}
+{{- $bundle = printf "%s\n%s\n" ($ca.Cert | trim) (b64dec . | trim) }}
+{{- end }}
+{{- $tls = dict "ca.crt" $ca.Cert "tls.crt" $cert.Cert "tls.key" $cert.Key "notAfter" $until "caBundle" $bundle }}
 {{- end }}
 {{- $_ := set .Values "__gpuguardSelfSignedTLS" $tls }}
 {{- end }}
@@ -146,7 +153,7 @@ is memoised in .Values so the Secret and both webhook configurations of one rend
 {{/* clientConfig.caBundle of both webhooks (none with cert-manager: its CA injector writes it). */}}
 {{- define "gpuguard.caBundle" -}}
 {{- if eq .Values.certificates.mode "self" }}
-caBundle: {{ get (include "gpuguard.selfSignedTLS" . | fromJson) "ca.crt" | b64enc }}
+caBundle: {{ get (include "gpuguard.selfSignedTLS" . | fromJson) "caBundle" | b64enc }}
 {{- else if eq .Values.certificates.mode "secret" }}
 {{- $ca := .Values.certificates.secret.caBundle | trim }}
 caBundle: {{ if hasPrefix "-----BEGIN" $ca }}{{ printf "%s\n" $ca | b64enc }}{{ else }}{{ $ca }}{{ end }}
