@@ -76,7 +76,7 @@ class HelmLayout(Layout):
         prefixes = " ".join(f'"{p}"' for p in DEFAULT_GPU_PREFIXES)
         extra = (
             '{{ include "gpuguard.extraGpuNames" '
-            f'(dict "names" .Values.config.gpuResourceNames "prefixes" (list {prefixes})) }}}}'
+            f'(dict "names" (.Values.config | default dict).gpuResourceNames "prefixes" (list {prefixes})) }}}}'
         )
         return vendors + extra
 

@@ -196,6 +196,35 @@ def test_bad_values_are_refused_with_a_precise_message(tmp_path: Path, values: d
     assert "panic" not in done.stderr and "goroutine" not in done.stderr
 
 
+def test_the_schema_knows_the_policy_keys() -> None:
+    import json
+
+    from policies.config import TOP_LEVEL_KEYS
+
+    schema = json.loads((CHART / "values.schema.json").read_text())["properties"]["config"]
+    assert schema["additionalProperties"] is False
+    assert set(schema["properties"]) == set(TOP_LEVEL_KEYS)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("enforcement", "enforce"), ("enforcement", "warn"), ("enforcement", "audit"),
+     ("failureMode", "allow"), ("failureMode", "deny"), ("failureMode", "ignore"), ("enforcment", "warn")],
+)
+def test_the_chart_accepts_a_policy_value_when_gpuguard_does(tmp_path: Path, key: str, value: str) -> None:
+    from policies.config import ConfigError
+
+    try:
+        load_config({key: value})
+        accepted = True
+    except ConfigError:
+        accepted = False
+    done = template(tmp_path, {"config": {key: value}})
+    assert (done.returncode == 0) is accepted, done.stderr
+    if not accepted:
+        assert "/config" in done.stderr
+
+
 # --- certificates ------------------------------------------------------------------------------
 
 

@@ -38,7 +38,7 @@ app.kubernetes.io/component: webhook
 The same list goes into the policy config and into the webhooks' namespaceSelector. */}}
 {{- define "gpuguard.exemptNamespaceList" -}}
 {{- $names := list .Release.Namespace }}
-{{- range (.Values.config.exemptNamespaces | default list) }}
+{{- range ((.Values.config | default dict).exemptNamespaces | default list) }}
 {{- $names = append $names (toString .) }}
 {{- end }}
 {{- $names | uniq | sortAlpha | toJson }}
