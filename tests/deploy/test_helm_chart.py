@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from policies.config import load_config
 from tests.deploy.test_deploy import DOCS as KUSTOMIZE_DOCS
 from tests.deploy.test_deploy import WEBHOOK_KINDS
 from tests.support.crd_schema import load_crds, manifest_problems
-from tests.support.helm_chart import CHART, helm, kinds, only, render, template, values_file
+from tests.support.helm_chart import CHART, documents, helm, kinds, only, render, template, values_file
 from tests.support.paths import ROOT
 from webhook.configuration import render as render_webhooks
 
@@ -438,3 +439,27 @@ def test_lint_of_the_rendered_chart_finds_nothing(tmp_path: Path, capsys: pytest
     rendered.write_text(done.stdout)
     assert gpuguard(["lint", str(rendered)]) == 0
     assert "0 errors" in capsys.readouterr().out
+
+
+def test_the_readme_helm_commands_render(tmp_path: Path) -> None:
+    """Every `helm install` of the README's Helm section, run as `helm template` with its flags."""
+    import shlex
+
+    from gpuguard.cli import main as gpuguard
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Install with Helm", 1)[1].split("\n### ", 1)[0]
+    commands = [
+        " ".join(line.strip().rstrip("\\") for line in block.splitlines())
+        for block in re.findall(r"^ *(helm install (?:.*\\\n)*.*)$", section, re.MULTILINE)
+    ]
+    assert len(commands) == 3, commands
+    assert gpuguard(["certs", "--service", "gpuguard", "--namespace", "gpuguard",
+                     "--out-dir", str(tmp_path / "gpuguard-tls")]) == 0  # the README's secret-mode step
+    for command in commands:
+        args = shlex.split(command)
+        assert args[:3] == ["helm", "install", "gpuguard"] and args[3] == "deploy/helm/gpuguard", command
+        args = ["template", "gpuguard", str(CHART), *(a for a in args[4:] if a != "--create-namespace")]
+        done = helm(*args, cwd=tmp_path)
+        assert done.returncode == 0, f"{command}: {done.stderr}"
+        assert only(documents(done.stdout), "Deployment")["metadata"]["namespace"] == "gpuguard"

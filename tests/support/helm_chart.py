@@ -17,8 +17,8 @@ RELEASE = "gpuguard"
 NAMESPACE = "gpuguard"
 
 
-def helm(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(tool("helm")), *args], capture_output=True, text=True, timeout=timeout)
+def helm(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(tool("helm")), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
 def values_file(directory: Path, values: Mapping[str, Any], name: str = "values.yaml") -> Path:
