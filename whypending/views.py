@@ -56,7 +56,8 @@ def _closest_first(nf: NodeFit) -> tuple[bool, int, int]:
 
 def reason_view(state: ClusterState, pd: PodDiagnosis, reason: Reason) -> ReasonView:
     kind, message = reason.kind, reason.message
-    head, items: tuple[str, ...] = message, ()
+    head = message
+    items: tuple[str, ...] = ()
     if kind == dg.SCHEDULER and pd.verdict is not None and pd.verdict.message is not None:
         head = message.partition(": ")[0]
         items = tuple(explain(pd.verdict.message))
