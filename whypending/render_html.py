@@ -22,6 +22,16 @@ LEVEL: dict[str, Level] = {
 }
 
 
+def _level(kind: str, head: str) -> Level:
+    """A static finding shows its own severity (whypending.static writes it first)."""
+    if kind == dg.STATIC:
+        severity = head.split(" ", 1)[0]
+        if severity == "error":
+            return "error"
+        return "warning" if severity == "warning" else "info"
+    return LEVEL.get(kind, "muted")
+
+
 def _list(items: tuple[str, ...] | list[str]) -> str:
     return "<ul>" + "".join(f"<li>{escape(i)}</li>" for i in items) + "</ul>" if items else ""
 
@@ -42,7 +52,7 @@ def _pod_section(report: Report, pd: PodDiagnosis) -> str:
         text = f"<p>{escape(view.head)}</p>{_list(view.items)}"
         if view.hint:
             text += f"<p class=\"muted\">&rarr; {escape(view.hint)}</p>"
-        rows.append([badge(view.kind, LEVEL.get(view.kind, "muted")), text, _names(reason.nodes),
+        rows.append([badge(view.kind, _level(view.kind, view.head)), text, _names(reason.nodes),
                      _names(reason.pods)])
     room = fits_now(pd)
     if room:
@@ -80,7 +90,7 @@ def _tiles(report: Report) -> str:
     free = sum(p.pool.free for p in pools)
     waiting = len(report.pods) - report.gated
     items = [
-        ("pending GPU pods", str(waiting), "error" if waiting else "ok"),
+        ("pending GPU pods (not gated)", str(waiting), "error" if waiting else "ok"),
         ("gated pods", str(report.gated), "muted"),
         ("GPUs free / allocatable", f"{free} / {allocatable}", "info"),
     ]

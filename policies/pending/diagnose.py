@@ -176,6 +176,8 @@ def _idle_reason(state: ClusterState, report: FitReport, use: Mapping[tuple[str,
     holders = holders_in_the_way(state, report)
     idle = []
     for h in holders:
+        if h.pod.deleting:  # already on its way out (often a preemption victim): nothing to reclaim
+            continue
         u = use.get((h.pod.namespace, h.pod.name))
         if u is not None and u.max_percent < threshold and _observed_whole_window(h.pod, window_start):
             idle.append((h, u))
