@@ -246,11 +246,11 @@ def measure(kind: str, path: str) -> dict[str, Any]:
     elif kind.startswith("cli-"):
         from gpuguard.cli import main as gpuguard
 
-        report = Path(path).with_name(f"report.{kind}")
-        code = gpuguard(["why-pending", "--dump", path, "-A", "--format", kind[len("cli-"):], "--output", str(report)])
+        written = Path(path).with_name(f"report.{kind}")
+        code = gpuguard(["why-pending", "--dump", path, "-A", "--format", kind[len("cli-"):], "--output", str(written)])
         assert code == 0, code
         out["seconds"] = time.perf_counter() - start
-        out["report_kib"] = report.stat().st_size / 1024
+        out["report_kib"] = written.stat().st_size / 1024
     else:
         from gpuguard.kube.dump import load_dumps
 
