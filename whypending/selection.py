@@ -59,7 +59,33 @@ def _why_not_pending(pod: PodInfo) -> str | None:
     return None
 
 
+DEFAULT_SCHEDULER = "default-scheduler"  # spec.schedulerName's default (core/v1 PodSpec)
+
+
+def _other_schedulers(pods: list[PodInfo]) -> str | None:
+    """A note when pods name another scheduler (Volcano, a second profile…), whose filters and
+    messages may differ from kube-scheduler's, which the analysis models."""
+    names: dict[str, int] = {}
+    for pod in pods:
+        name = pod.spec.get("schedulerName")
+        if isinstance(name, str) and name and name != DEFAULT_SCHEDULER:
+            names[name] = names.get(name, 0) + 1
+    if not names:
+        return None
+    which = ", ".join(f"{n} ({c} pod{'s' if c != 1 else ''})" for n, c in sorted(names.items()))
+    return (f"some pods name another scheduler: {which}; the analysis models kube-scheduler's "
+            "default filters and preemption")
+
+
 def select(state: ClusterState, scope: Scope, *, live: bool) -> Selection:
+    out = _select(state, scope, live)
+    note = _other_schedulers(out.pods)
+    if note:
+        out.notes.append(note)
+    return out
+
+
+def _select(state: ClusterState, scope: Scope, live: bool) -> Selection:
     out = Selection()
     if not scope.names:
         for pod in state.pending_gpu_pods():

@@ -120,7 +120,7 @@ def pod_keys(doc: dict[str, Any]) -> list[str]:
     return [f"{p['namespace']}/{p['name']}" for p in doc["pods"]]
 
 
-_AGE = re.compile(r"pending for \S+ \(since [^)]*\)")
+_AGE = re.compile(r"pending (?:for \S+ \(since [^)]*\)|since \S+)")
 
 
 def without_ages(text: str) -> str:

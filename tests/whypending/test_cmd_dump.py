@@ -224,3 +224,14 @@ def test_stdin_dump_through_the_console_command(dumps: dict[str, Path]) -> None:
     done = gpuguard("why-pending", "--dump", "-", "-A", "--format", "json", stdin=dumps["json"].read_bytes())
     assert done.code == 0, done.stderr
     assert pod_keys(json.loads(done.stdout))[0] == "ml/big-train"
+
+
+def test_pods_of_another_scheduler_get_a_note(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    parts = scenario()
+    for p in parts["pods"]:
+        if p["metadata"]["name"] in ("big-train", "medium"):
+            p["spec"]["schedulerName"] = "volcano"
+    dump = write_dump(all_objects(parts), tmp_path / "c.json", "json")
+    code, _, err = run(capsys, "--dump", str(dump), "-A", "--format", "json")
+    assert code == 0
+    assert "note: some pods name another scheduler: volcano (2 pods); the analysis models kube-scheduler's" in err
