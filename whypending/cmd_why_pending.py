@@ -39,7 +39,13 @@ class UsageError(Exception):
     pass
 
 
+EPILOG = ("exit status: 0 the report was written (a slow or unreachable Prometheus is a note); 2 bad usage, "
+          "an unreadable config or dump, a cluster that cannot be listed, a report that cannot be written, "
+          "or a named pod that does not exist (the report for the others is still written)")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
     parser.add_argument("pods", nargs="*", metavar="POD",
                         help="pods to explain: NAME (in the namespace) or NAMESPACE/NAME; default: every pending "
                         "GPU pod in the namespace")
