@@ -37,7 +37,8 @@ def _list(items: tuple[str, ...] | list[str]) -> str:
 
 
 def _names(names: tuple[str, ...]) -> str:
-    return "<br>".join(f"<code>{escape(n)}</code>" for n in names)
+    # node and pod names break at their hyphens otherwise, which reads as two names
+    return "<br>".join(f"<code style=\"white-space:nowrap\">{escape(n)}</code>" for n in names)
 
 
 def _pod_section(report: Report, pd: PodDiagnosis) -> str:
