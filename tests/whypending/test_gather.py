@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -21,7 +22,7 @@ def test_in_cluster_namespace_is_the_service_accounts(tmp_path: Path, monkeypatc
 
 def test_kubeconfig_namespace(tmp_path: Path) -> None:
     config = tmp_path / "config"
-    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "b",
+    doc: dict[str, Any] = {"apiVersion": "v1", "kind": "Config", "current-context": "b",
            "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
            "users": [{"name": "u", "user": {}}],
            "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u", "namespace": "x"}},
