@@ -10,8 +10,9 @@ from typing import Any
 from policies.pending.state import ClusterObjects
 
 DEFAULT_NAMESPACE = "default"
-# Where a pod's service account namespace is mounted (kubernetes.io docs, "Accessing the
-# Kubernetes API from a Pod": /var/run/secrets/kubernetes.io/serviceaccount/namespace).
+# Where a pod's namespace is mounted: "the default namespace to be used for namespaced API
+# operations is placed in a file at /var/run/secrets/kubernetes.io/serviceaccount/namespace in each
+# container" (https://kubernetes.io/docs/tasks/run-application/access-api-from-pod/).
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 

@@ -59,7 +59,10 @@ def _why_not_pending(pod: PodInfo) -> str | None:
     return None
 
 
-DEFAULT_SCHEDULER = "default-scheduler"  # spec.schedulerName's default (core/v1 PodSpec)
+# The default scheduler's name, which API defaulting writes into spec.schedulerName (kubernetes.io
+# docs, "Configure Multiple Schedulers", example pod2.yaml: `schedulerName: default-scheduler` is the
+# explicit form of leaving it out; kubernetes/website content/en/examples/admin/sched/pod2.yaml).
+DEFAULT_SCHEDULER = "default-scheduler"
 
 
 def _other_schedulers(pods: list[PodInfo]) -> str | None:

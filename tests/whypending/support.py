@@ -37,9 +37,10 @@ L4_INFER_MESSAGE = (
     "9 node(s) didn't match Pod's node affinity/selector. preemption: 0/11 nodes are available: "
     "1 No preemption victims found for incoming pod, 10 Preemption is not helpful for scheduling."
 )
-# The RuntimeClass overhead example of the Kubernetes docs (concepts/scheduling-eviction/pod-overhead:
-# "overhead: podFixed: memory: 120Mi, cpu: 250m"); the RuntimeClass admission controller copies it
-# into the pod's spec.overhead.
+# The RuntimeClass overhead example of the Kubernetes docs (kata-fc, "overhead: podFixed: memory:
+# 120Mi, cpu: 250m"; https://kubernetes.io/docs/concepts/scheduling-eviction/pod-overhead/); the
+# RuntimeClass admission controller copies it into the pod's spec.overhead, and the scheduler adds
+# it to the container requests.
 KATA_OVERHEAD = {"cpu": "250m", "memory": "120Mi"}
 TIMESTAMP_KEYS = frozenset({"creationTimestamp", "startTime", "lastTransitionTime", "lastTimestamp", "eventTime",
                             "lastObservedTime", "deletionTimestamp", "timeAdded", "lastHeartbeatTime"})
