@@ -12,6 +12,7 @@ current ``nvidia.com/cuda.driver-version.{major,minor,revision,full}`` /
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -134,11 +135,11 @@ class NodeFacts:
 
     @property
     def driver_version(self) -> Version | None:
-        return parse_driver_version(self.labels)
+        return _parsed_driver(tuple(self.labels.get(k) for k in _DRIVER_KEYS))
 
     @property
     def cuda_version(self) -> Version | None:
-        return parse_cuda_version(self.labels)
+        return _parsed_cuda(tuple(self.labels.get(k) for k in _CUDA_KEYS))
 
 
 def _version(text: str) -> Version | None:
@@ -155,6 +156,22 @@ def _from_parts(labels: Mapping[str, str], keys: Iterable[str]) -> Version | Non
         return None
     present = [v for v in values if v is not None and v != ""]
     return _version(".".join(present))
+
+
+# Rules ask a node's driver and CUDA version for every group of every evaluation; nodes of a fleet
+# share a handful of label values, so the parses are cached on the label values they read.
+_DRIVER_KEYS = (LABEL_DRIVER_FULL, *LABEL_DRIVER_NEW, *LABEL_DRIVER_OLD)
+_CUDA_KEYS = (LABEL_CUDA_FULL, *LABEL_CUDA_NEW, *LABEL_CUDA_OLD)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_driver(values: tuple[str | None, ...]) -> Version | None:
+    return parse_driver_version({k: v for k, v in zip(_DRIVER_KEYS, values, strict=True) if v is not None})
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_cuda(values: tuple[str | None, ...]) -> Version | None:
+    return parse_cuda_version({k: v for k, v in zip(_CUDA_KEYS, values, strict=True) if v is not None})
 
 
 def parse_driver_version(labels: Mapping[str, str]) -> Version | None:

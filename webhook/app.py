@@ -265,8 +265,10 @@ def create_app(
     """The webhook app; ``evaluator`` is the engine entry point (replaceable for fault tests; with
     registry lookups on it is also passed ``images=``).  ``image_lookups`` defaults to a service
     built from ``config.registry`` when ``registry.enabled`` is true."""
-    metrics = metrics or Metrics()
     source: ConfigSource = StaticConfig(config) if isinstance(config, Config) else config
+    metrics = metrics or Metrics()
+    if not metrics.known_kinds:
+        metrics.known_kinds = frozenset(w.kind for w in source.current().workload_index.values())
     # Registry lookups are set up from the config at start; changing them needs a restart.
     registry = source.current().registry
     if image_lookups is None and registry.enabled:

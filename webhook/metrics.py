@@ -1,6 +1,9 @@
 """Prometheus metrics in the text exposition format (version 0.0.4), kept in plain dicts.
 
-All updates happen on the server's event loop thread, so no locks are needed.  With
+All updates happen on the server's event loop thread; ``render`` may run on the health port's own
+thread, so it reads copies (a dict copy is one step under the GIL), never a dict being updated.
+Label values come from bounded sets only: an object kind outside the kinds gpuguard reads is
+counted as ``other``, so a client sending made-up kinds cannot grow the series without bound.  With
 ``--workers N`` each worker process keeps its own counters (scrape each pod, not each process;
 prefer one worker per pod and more replicas).
 """
@@ -8,6 +11,7 @@ prefer one worker per pod and more replicas).
 from __future__ import annotations
 
 import bisect
+import threading
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -47,7 +51,9 @@ class Histogram:
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, known_kinds: Iterable[str] = ()) -> None:
+        self.known_kinds = frozenset(known_kinds)
+        self._lock = threading.Lock()
         self.reviews: defaultdict[tuple[str, str, str, str], int] = defaultdict(int)
         self.findings: defaultdict[tuple[str, str], int] = defaultdict(int)
         self.errors: defaultdict[tuple[str, str], int] = defaultdict(int)
@@ -62,7 +68,8 @@ class Metrics:
         self.config_loaded_at: float | None = None
 
     def observe_review(self, endpoint: str, kind: str, operation: str, allowed: bool, seconds: float) -> None:
-        self.reviews[(endpoint, kind, operation, "true" if allowed else "false")] += 1
+        shown = kind if kind in self.known_kinds else "other"
+        self.reviews[(endpoint, shown, operation, "true" if allowed else "false")] += 1
         hist = self.latency.get(endpoint)
         if hist is None:
             hist = self.latency[endpoint] = Histogram()
@@ -100,8 +107,9 @@ class Metrics:
             self.config_loaded_at = loaded_at
 
     def count_rejected(self, reason: str) -> None:
-        """Connections closed by the HTTP limits (webhook.protocol), by reason."""
-        self.rejected[reason] += 1
+        """Connections closed by the HTTP limits (webhook.protocol), by reason (from either server's thread)."""
+        with self._lock:
+            self.rejected[reason] += 1
 
     def count_image_lookup(self, result: str) -> None:
         """result: hit | miss (per image a review needs) | pending (past the budget) | failure."""
@@ -117,14 +125,14 @@ class Metrics:
         name = "gpuguard_admission_reviews_total"
         family(name, "counter", "AdmissionReviews answered, by endpoint, object kind, operation and verdict.")
         keys = ("endpoint", "kind", "operation", "allowed")
-        for values, n in sorted(self.reviews.items()):
+        for values, n in sorted(self.reviews.copy().items()):
             out.append(f"{name}{_labels(keys, values)} {n}")
 
         name = "gpuguard_admission_review_duration_seconds"
         family(name, "histogram", "Time to answer an AdmissionReview, from first byte read to response.")
-        for endpoint, hist in sorted(self.latency.items()):
+        for endpoint, hist in sorted(self.latency.copy().items()):
             cumulative = 0
-            for bound, n in zip(hist.buckets, hist.counts, strict=False):
+            for bound, n in zip(hist.buckets, list(hist.counts), strict=False):
                 cumulative += n
                 lbl = _labels(("endpoint", "le"), (endpoint, _number(bound)))
                 out.append(f"{name}_bucket{lbl} {cumulative}")
@@ -135,17 +143,17 @@ class Metrics:
 
         name = "gpuguard_findings_total"
         family(name, "counter", "Findings reported in AdmissionReviews, by rule and severity.")
-        for pair, n in sorted(self.findings.items()):
+        for pair, n in sorted(self.findings.copy().items()):
             out.append(f"{name}{_labels(('rule', 'severity'), pair)} {n}")
 
         name = "gpuguard_admission_errors_total"
         family(name, "counter", "Requests answered with an error or by failureMode, by endpoint and reason.")
-        for pair, n in sorted(self.errors.items()):
+        for pair, n in sorted(self.errors.copy().items()):
             out.append(f"{name}{_labels(('endpoint', 'reason'), pair)} {n}")
 
         name = "gpuguard_tls_certificate_reloads_total"
         family(name, "counter", "Serving certificate reloads after the files changed, by result.")
-        for result, n in sorted(self.cert_reloads.items()):
+        for result, n in sorted(self.cert_reloads.copy().items()):
             out.append(f"{name}{_labels(('result',), (result,))} {n}")
 
         if self.cert_not_after is not None:
@@ -161,27 +169,27 @@ class Metrics:
                 "Registry image lookups: hit/miss in the memory cache per image a review needs, pending when a "
                 "review's budget ran out, failure when a lookup failed.",
             )
-            for result, n in sorted(self.image_lookups.items()):
+            for result, n in sorted(self.image_lookups.copy().items()):
                 out.append(f"{name}{_labels(('result',), (result,))} {n}")
 
         name = "gpuguard_would_deny_total"
         family(name, "counter", "Findings admitted with a warning instead of denied (enforcement: warn), by rule.")
-        for rule, n in sorted(self.would_deny.items()):
+        for rule, n in sorted(self.would_deny.copy().items()):
             out.append(f"{name}{_labels(('rule',), (rule,))} {n}")
 
         name = "gpuguard_ignore_annotation_uses_total"
         family(name, "counter", "gpuguard.io/ignore annotations on checked objects, by result.")
-        for result, n in sorted(self.ignore_uses.items()):
+        for result, n in sorted(self.ignore_uses.copy().items()):
             out.append(f"{name}{_labels(('result',), (result,))} {n}")
 
         name = "gpuguard_connections_rejected_total"
         family(name, "counter", "Connections closed by the HTTP limits (head size, timeouts, cap), by reason.")
-        for reason, n in sorted(self.rejected.items()):
+        for reason, n in sorted(self.rejected.copy().items()):
             out.append(f"{name}{_labels(('reason',), (reason,))} {n}")
 
         name = "gpuguard_config_reloads_total"
         family(name, "counter", "Policy config reloads after the file changed, by result.")
-        for result, n in sorted(self.config_reloads.items()):
+        for result, n in sorted(self.config_reloads.copy().items()):
             out.append(f"{name}{_labels(('result',), (result,))} {n}")
         if self.config_loaded_at is not None:
             name = "gpuguard_config_last_reload_success_timestamp_seconds"

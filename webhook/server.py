@@ -16,11 +16,12 @@ import os
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
 
@@ -28,7 +29,7 @@ from policies.config import Config
 from webhook.app import DEFAULT_MAX_BODY_BYTES, FactsProvider, create_app, create_health_app
 from webhook.configsource import ConfigSource, ReloadingConfig, StaticConfig
 from webhook.metrics import Metrics
-from webhook.protocol import ConnectionLimits, guarded_protocol
+from webhook.protocol import ConnectionLimits, guarded_protocol, tls_accepting
 from webhook.tlsreload import CertificateReloader, server_context
 
 log = logging.getLogger("gpuguard.serve")
@@ -55,7 +56,8 @@ class ServeOptions:
 
 
 class _Quiet(uvicorn.Server):
-    """A second server in the same loop: the webhook's server owns the signals and the shutdown."""
+    """The health server, on its own thread and event loop: it answers probes and scrapes even
+    while the webhook's loop is busy evaluating; the webhook's server owns signals and shutdown."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -88,15 +90,16 @@ def run_app(
     on_reload = metrics.count_cert_reload if metrics is not None else None
     reloader = CertificateReloader(context, options.tls_cert, options.tls_key, on_reload)
     on_reject = metrics.count_rejected if metrics is not None else None
+    # TLS is terminated by tls_accepting, not by uvicorn's ssl: the connection cap and the
+    # handshake deadline must hold before the handshake (webhook.protocol).
     uconfig = uvicorn.Config(
         app,
-        ssl_context_factory=lambda _config, _default: context,
         log_config=None,
         access_log=False,
         lifespan="off",
         timeout_keep_alive=options.keep_alive_seconds,
         server_header=False,
-        http=guarded_protocol(options.limits, on_reject),
+        http=cast(Any, tls_accepting(guarded_protocol(options.limits, on_reject), context, options.limits, on_reject)),
     )
     server = uvicorn.Server(uconfig)
     health_server: uvicorn.Server | None = None
@@ -116,22 +119,28 @@ def run_app(
         watchers = [asyncio.create_task(reloader.run(options.tls_reload_interval))]
         if config is not None:
             watchers.append(asyncio.create_task(config.run(options.config_reload_interval)))
-        health_task = None
-        if health_server is not None and health is not None:
-            health_task = asyncio.create_task(health_server.serve(sockets=[health[1]]))
         try:
             await server.serve(sockets=[sock])
         finally:
             for watcher in watchers:
                 watcher.cancel()
-            if health_server is not None:
-                health_server.should_exit = True
-            for task in [*watchers, *([health_task] if health_task is not None else [])]:
+            for task in watchers:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-    with asyncio.Runner(loop_factory=uconfig.get_loop_factory()) as runner:
-        runner.run(main())
+    health_thread = None
+    if health_server is not None and health is not None:
+        health_thread = threading.Thread(
+            target=asyncio.run, args=(health_server.serve(sockets=[health[1]]),), name="gpuguard-health", daemon=True
+        )
+        health_thread.start()
+    try:
+        with asyncio.Runner(loop_factory=uconfig.get_loop_factory()) as runner:
+            runner.run(main())
+    finally:
+        if health_server is not None and health_thread is not None:
+            health_server.should_exit = True
+            health_thread.join(timeout=10)
     return bool(server.started)
 
 

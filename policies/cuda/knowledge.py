@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -20,6 +20,9 @@ DATA_FILES = (
     "datacenter_gpus.json",
     "ngc_cuda.json",
 )
+
+
+_MISSING: Any = object()
 
 
 class KnowledgeError(ValueError):
@@ -52,6 +55,8 @@ class Knowledge:
     forward: dict[tuple[int, int], tuple[Version, ...]]  # CUDA major.minor → accepted drivers
     datacenter: tuple[re.Pattern[str], ...]
     ngc: dict[tuple[str, str], NgcRow]
+    # The table is immutable; versions asked repeat (one per image), so answers are kept.
+    _toolkit_memo: dict[Version, ToolkitRow | None] = field(default_factory=dict, compare=False, repr=False)
 
     def toolkit(self, cuda: Version) -> ToolkitRow | None:
         """The row whose minimum driver applies to ``cuda``.
@@ -61,13 +66,18 @@ class Knowledge:
         alone, or a patch older than every row, uses the minor release's first row.  A minor
         release with no row at all (12.7, an unreleased 14.0) gives None: no guess.
         """
-        same = [r for r in self.toolkits if major_minor(r.cuda) == major_minor(cuda)]
-        if not same:
-            return None
-        if len(cuda) < 3:
-            return same[0]
-        older = [r for r in same if r.cuda <= cuda]
-        return older[-1] if older else same[0]
+        found = self._toolkit_memo.get(cuda, _MISSING)
+        if found is _MISSING:
+            same = [r for r in self.toolkits if major_minor(r.cuda) == major_minor(cuda)]
+            if not same:
+                found = None
+            elif len(cuda) < 3:
+                found = same[0]
+            else:
+                older = [r for r in same if r.cuda <= cuda]
+                found = older[-1] if older else same[0]
+            self._toolkit_memo[cuda] = found
+        return found  # type: ignore[no-any-return]
 
     def mvc_floor(self, family: int) -> Version | None:
         entry = self.mvc_floors.get(family)
