@@ -47,7 +47,8 @@ DEVICE_PLUGIN_RESOURCES: dict[str, tuple[str, ...]] = {
 _MARK = "_dra_capacity"
 
 
-def _plugin_resource(driver: str, resource: str) -> bool:
+def plugin_resource(driver: str, resource: str) -> bool:
+    """Whether ``resource`` is a device-plugin name for the devices DRA ``driver`` publishes."""
     names = DEVICE_PLUGIN_RESOURCES.get(driver, ())
     return any(resource == n or (n.endswith("-") and resource.startswith(n)) for n in names)
 
@@ -89,7 +90,7 @@ def _node_dra(node: NodeFacts, dra: DraFacts, served: dict[str, DeviceClass]) ->
         if quantity <= 0 or any(r == resource for r, _ in conflicts):
             continue
         for driver in drivers:
-            if _plugin_resource(driver, resource):
+            if plugin_resource(driver, resource):
                 conflicts.append((resource, f"DRA driver {driver}"))
                 break
     if not dra_served and not conflicts:
