@@ -7,6 +7,8 @@ be read or parsed, or bad usage (config and cluster snapshot errors included).
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
@@ -244,13 +246,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _dra_inputs(inputs: list[Input]) -> DraInputs:
-    """The DeviceClasses, claims and claim templates of every file of the run (stdin's own are added
-    when it is linted), for a pod's claims to resolve to; unreadable files are reported later."""
+    """The DeviceClasses, claims and claim templates of every regular file of the run, for a pod's
+    claims to resolve to; unreadable files are reported later.  Pipes, FIFOs, /dev/stdin and other
+    streams can be read only once, so their own objects are added when they are linted, for their
+    own pods only."""
     from gpuguard.sources.dra_inputs import DraCollector
 
     collector = DraCollector()
     for item in inputs:
         if item.path is None:
+            continue
+        try:
+            if not stat.S_ISREG(os.stat(item.path).st_mode):
+                continue
+        except OSError:
             continue
         try:
             collector.add(item.read(), item.name)

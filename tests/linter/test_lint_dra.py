@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.lint import line_of, run_lint
 from tests.support.paths import CORPUS, FIXTURES, requires_shared
+from tests.support.proc import gpuguard
 
 MIXED = FIXTURES / "dra" / "nvidia-mixed-cluster.yaml"
 DEMOS = CORPUS / "real"
@@ -109,3 +110,20 @@ def test_an_extended_resource_served_by_dra_is_known_capacity(
     # driver 570.124.6 (from the H100s' driverVersion attribute) runs CUDA 13 only through forward compatibility
     assert cuda["rule"] == "gpu-cuda-driver-mismatch" and "forward compatibility" in cuda["message"]
     assert "dra-h100-0" in cuda["message"] and "570.124.06" in cuda["message"]
+
+
+@requires_shared(DEMOS)
+def test_a_stream_is_read_once_and_resolves_its_own_and_the_runs_templates(tmp_path: Path) -> None:
+    """/dev/stdin can be read only once: its pods resolve to its own templates and those of the
+    regular files of the run, and it is linted (not drained by the collection of templates)."""
+    text = GPU_TEST4.read_text()
+    template, _, rest = text.partition("\n---\napiVersion: apps/v1")
+    mistyped = "apiVersion: apps/v1" + rest.replace("request: mig-3g-20gb\n", "request: mig-3g-40gb\n")
+    (tmp_path / "template.yaml").write_text(template)
+    for stdin, files in (((template + "\n---\n" + mistyped), []), (mistyped, [str(tmp_path / "template.yaml")])):
+        result = gpuguard("lint", "/dev/stdin", *files, "--format", "json", stdin=stdin.encode())
+        assert "Traceback" not in result.stderr, result.stderr
+        report = json.loads(result.stdout)
+        assert report["errors"] == []
+        assert [(f["file"], f["path"]) for f in report["findings"] if f["rule"] == "gpu-dra-request-reference"] == [
+            ("/dev/stdin", "/spec/template/spec/containers/3/resources/claims/0/request")]
