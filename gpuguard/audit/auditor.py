@@ -9,6 +9,7 @@ rows; with ``limit_per_namespace`` (the webhook's periodic audit) the findings a
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,7 +161,8 @@ class Auditor:
         self._refs: dict[str, ObjectRef] = {}  # objects reported themselves
         self._other: set[str] = set()  # objects seen but not reported themselves (duplicates are counted)
         self._gpu: set[str] = set()
-        self._per_namespace: dict[str, int] = {}
+        self._per_namespace: dict[str, list[tuple[int, int, str, AuditFinding]]] = {}  # min-heaps by severity
+        self._sequence = 0
         self._skipped: set[str] = set()
         self._rows_bad: list[MatrixRow] = []
         self._rows_clean: list[MatrixRow] = []
@@ -220,6 +222,9 @@ class Auditor:
         readable = (ref.group, ref.kind) in self.config.workload_index
         if ref.kind == "Pod" and ref.group == "" and _text(as_dict(obj.get("status")).get("phase")) in TERMINAL_PHASES:
             return Judged(ref, origin, link, readable, "terminal")
+        # Known at once, so that the pods of a List see the controllers listed before them even
+        # while the List's items are held back (``forget`` withdraws it).
+        self.ownership.add(ref, link, readable)
         if link is not None:
             owner = self.ownership.owner_via(link)
             if owner is not None:
@@ -271,7 +276,7 @@ class Auditor:
         if judged.gpu:
             self._gpu.add(key)
         if judged.findings:
-            self._findings[key] = self._bounded(ref.namespace, judged.findings)
+            self._findings[key] = self._bounded(key, ref.namespace, judged.findings)
         for row in judged.rows:
             (self._rows_bad if row.worst is not None else self._rows_clean).append(row)
 
@@ -279,16 +284,32 @@ class Auditor:
         self.result.counts.through_owners += 1
         self.result.children[owner] = self.result.children.get(owner, 0) + 1
 
-    def _bounded(self, namespace: str, findings: list[AuditFinding]) -> list[AuditFinding]:
+    def _bounded(self, key: str, namespace: str, findings: list[AuditFinding]) -> list[AuditFinding]:
+        """At most ``limit`` findings per namespace: a more severe one evicts the least severe kept."""
         if self.limit is None:
             return findings
-        have = self._per_namespace.get(namespace, 0)
-        room = max(0, self.limit - have)
-        kept = sorted(findings, key=lambda f: -f.severity)[:room]
-        self._per_namespace[namespace] = have + len(kept)
-        if len(kept) < len(findings):
-            self.result.truncated[namespace] = self.result.truncated.get(namespace, 0) + len(findings) - len(kept)
+        heap = self._per_namespace.setdefault(namespace, [])
+        kept = []
+        for f in sorted(findings, key=lambda f: -f.severity):
+            self._sequence += 1
+            if len(heap) < self.limit:
+                heapq.heappush(heap, (int(f.severity), self._sequence, key, f))
+                kept.append(f)
+                continue
+            if self.limit and heap[0][0] < f.severity:
+                _, _, old_key, old = heapq.heapreplace(heap, (int(f.severity), self._sequence, key, f))
+                kept.append(f)
+                if old in kept:
+                    kept.remove(old)
+                else:
+                    self._findings[old_key].remove(old)
+            self.result.truncated[namespace] = self.result.truncated.get(namespace, 0) + 1
         return kept
+
+    def forget(self, judged: Judged) -> None:
+        """Withdraw a judged object that will not be committed."""
+        if judged.ref.key not in self._refs and judged.ref.key not in self._other:
+            self.ownership.remove(judged.ref)
 
     def feed(self, obj: dict[str, Any], origin: Origin) -> None:
         self.commit(self.judge(obj, origin))

@@ -168,6 +168,9 @@ class DumpReader:
                             self.pods(pod)
                         auditor.commit(judged)
                     auditor.result.errors.extend(held_errors)
+                else:
+                    for judged, _pod in held:
+                        auditor.forget(judged)
                 if error is not None:
                     auditor.error(error)
                 held, held_errors = [], []  # withdrawn unless committed; a document that was no List follows whole

@@ -80,6 +80,16 @@ class Ownership:
         if ref.kind != "Pod":  # pods own nothing gpuguard reads; keep the index small
             self._by_name[(ref.group, ref.kind, ref.namespace, ref.name)] = key
 
+    def remove(self, ref: ObjectRef) -> None:
+        """Forget an object (a streamed List item withdrawn because its document was no List)."""
+        key = ref.key
+        self._keys.discard(key)
+        self._links.pop(key, None)
+        self._audited.discard(key)
+        name = (ref.group, ref.kind, ref.namespace, ref.name)
+        if self._by_name.get(name) == key:
+            del self._by_name[name]
+
     def _resolve(self, link: Link) -> str | None:
         if link.uid and link.uid in self._keys:
             return link.uid
