@@ -20,6 +20,10 @@ from policies.placement import Cell
 from policies.types import Severity
 
 LEVEL: dict[Severity, h.Level] = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "info"}
+# Rows per findings table, most severe first: the page stays one a browser and a ticket can hold;
+# the JSON and SARIF outputs list every finding.
+MAX_CHANGE_ROWS = 200
+MAX_NAMESPACE_ROWS = 25
 CELL: dict[str, tuple[str, h.Level]] = {
     "fits": ("fits", "ok"),
     "compat": ("compat mode", "warning"),
@@ -56,10 +60,14 @@ def _message(f: AuditFinding) -> str:
 
 
 def _findings_table(findings: list[AuditFinding], result: AuditResult, *, namespace: bool = True,
-                    caption: str | None = None) -> str:
+                    limit: int = MAX_CHANGE_ROWS) -> str:
     rows = [[_severity(f), f"<code>{h.escape(f.finding.rule)}</code>", _object(f, result, namespace) + _field(f),
-             _message(f)] for f in findings]
-    return h.table(["Severity", "Rule", "Object and field", "Problem and fix"], rows, caption=caption)
+             _message(f)] for f in findings[:limit]]
+    table = h.table(["Severity", "Rule", "Object and field", "Problem and fix"], rows)
+    if len(findings) > limit:
+        table += (f'<p class="note">… and {len(findings) - limit} more, less severe '
+                  "(<code>--format json</code> lists every finding).</p>")
+    return table
 
 
 def _ordered(findings: list[AuditFinding]) -> list[AuditFinding]:
@@ -136,7 +144,9 @@ def _namespaces(result: AuditResult) -> str:
         counts = Counter(f.severity for f in found)
         badges = " ".join(h.badge(f"{counts[s]} {s}", LEVEL[s]) for s in sorted(counts, reverse=True))
         title = ns or "(cluster-scoped)"
-        parts.append(f"<h3>{h.escape(title)} {badges}</h3>" + _findings_table(found, result, namespace=False))
+        found.sort(key=lambda f: (-f.severity, f.ref.kind, f.ref.name, f.finding.rule))
+        parts.append(f"<h3>{h.escape(title)} {badges}</h3>"
+                     + _findings_table(found, result, namespace=False, limit=MAX_NAMESPACE_ROWS))
     return h.section("Findings by namespace", "\n".join(parts), anchor="namespaces")
 
 

@@ -2,7 +2,8 @@
 
 Karpenter clusters add their NodePools (`kubectl get nodes,runtimeclasses,nodepools.karpenter.sh
 -o yaml`): capacity that can appear, so a snapshot may hold no GPU node at all.  ``sample`` names
-the cluster profile bundled with gpuguard (the same file as examples/cluster.yaml).
+the cluster profile bundled with gpuguard (the same file as examples/cluster.yaml).  JSON snapshots
+(``-o json``) take a fast path (``snapshot_json``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+from gpuguard.sources.snapshot_json import is_json, load_json_objects
 from gpuguard.sources.yamlsafe import InputError, load_all_plain, read_text
 from policies.facts import ClusterFacts, flatten
 from policies.karpenter import NODEPOOL_API_VERSION, is_nodepool
@@ -24,10 +26,14 @@ def sample_text() -> str:
 def load_cluster_facts(path: str) -> ClusterFacts:
     """Load a snapshot; raise InputError (file, line, message) on anything unusable."""
     if path == SAMPLE:
-        text, name = sample_text(), "sample-cluster.yaml (bundled)"
+        name = "sample-cluster.yaml (bundled)"
+        docs = [d for d in load_all_plain(sample_text(), name) if d is not None]
+    elif is_json(Path(path)):
+        name = path
+        docs = [d for d in load_json_objects(Path(path), name) if d is not None]
     else:
-        text, name = read_text(Path(path)), path
-    docs = [d for d in load_all_plain(text, name) if d is not None]
+        name = path
+        docs = [d for d in load_all_plain(read_text(Path(path)), name) if d is not None]
     if not docs:
         raise InputError(name, 1, "empty cluster snapshot")
     bad = [d for d in docs if not isinstance(d, dict)]

@@ -51,6 +51,16 @@ def test_without_a_change_there_is_no_diff_section() -> None:
     assert 'id="matrix"' in page and "was:" not in page
 
 
+def test_long_tables_are_cut_with_a_pointer_to_the_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    from audit.formats import html
+
+    monkeypatch.setattr(html, "MAX_NAMESPACE_ROWS", 1)
+    page = render_page(audit(False), WHEN)
+    research = page[page.index("<h3>research"):page.index('id="matrix"')]
+    assert research.count("<tr>") == 2 and "… and 2 more, less severe" in research
+    assert "gpu-resource-unknown" in research  # the error is the row kept
+
+
 @pytest.mark.integration
 def test_chromium_renders_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "audit.html"
