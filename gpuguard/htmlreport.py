@@ -57,7 +57,8 @@ th { background: var(--panel); font-weight: 600; position: sticky; top: 0; }
 tbody tr:nth-child(even) td { background: #fafbfc; }
 td small, th small { color: var(--muted); font-weight: normal; display: block; }
 code { font: 12px/1.4 ui-monospace, "SFMono-Regular", Menlo, Consolas, "Liberation Mono", monospace;
-  background: var(--panel); padding: 0 3px; border-radius: 3px; overflow-wrap: anywhere; }
+  background: var(--panel); padding: 0 3px; border-radius: 3px; }
+small code { overflow-wrap: anywhere; }
 td:first-child { white-space: nowrap; }
 footer { padding: 16px 32px; color: var(--muted); border-top: 1px solid var(--line); font-size: 12px; }
 @media print {

@@ -169,9 +169,8 @@ class Auditor:
         self._rows_omitted = 0
         self._placer: Placer | None = None
         self._before_placer: Placer | None = None
-        self._before_index: list[int | None] = []
+        self._before_groups: list[list[int]] = []  # per column: the groups of today sharing its nodes
         self._column_of: list[int] = []
-        self._before_column_of: list[int] = []
         self._matrix: Matrix | None = None
         if matrix:
             self._set_up_matrix(cluster, cluster_after)
@@ -184,14 +183,16 @@ class Auditor:
         self._matrix = Matrix(columns, [], (cluster_after if self.after is not None else cluster) or "none")
         if self.after is not None:
             self._before_placer = Placer(self.facts, self.config, self.images)
-            before, self._before_column_of, before_names = _columns(self._before_placer.groups)
-            # a column is the same in both snapshots when they share nodes (a rolled-back driver
-            # changes a group's labels, not its nodes)
-            self._before_index = [
-                next((i for i, old in enumerate(before_names) if old & new), None) for new in names
+            before, _, before_names = _columns(self._before_placer.groups)
+            # a cell's "before" is the same nodes' verdict today (a rolled-back driver changes a
+            # group's labels, not its nodes): the groups of today that share nodes with the column
+            self._before_groups = [
+                [i for i, g in enumerate(self._before_placer.groups) if any(m.name in new for m in g.members)]
+                for new in names
             ]
-            matched = {i for i in self._before_index if i is not None}
-            self._matrix.removed = [f"{c.label} ({c.detail})" for i, c in enumerate(before) if i not in matched]
+            now = set().union(*names) if names else set()
+            self._matrix.removed = [f"{c.label} ({c.detail})" for c, old in zip(before, before_names, strict=True)
+                                    if not old & now]
 
     def _rows(self, obj: dict[str, Any], ref: ObjectRef, worst: Severity | None) -> list[MatrixRow]:
         assert self._placer is not None
@@ -209,9 +210,8 @@ class Auditor:
             before: tuple[Cell | None, ...] = ()
             if self._before_placer is not None:
                 old = self._before_placer.cells(obj, pod)
-                old_merged = _merge(old, self._before_column_of) if old is not None else []
-                before = tuple(old_merged[i] if i is not None and i < len(old_merged) else None
-                               for i in self._before_index)
+                before = tuple(merge_cells([old[i] for i in groups]) if old is not None and groups else None
+                               for groups in self._before_groups)
             rows.append(MatrixRow(ref, _template_label(pod), tuple(merged), before, worst))
         return rows
 
@@ -264,6 +264,8 @@ class Auditor:
             self._other.add(key)
             assert judged.owner is not None
             self._through(judged.owner)
+            if ref.kind == "Pod":  # pods own nothing gpuguard reads: their link is not needed any more
+                self.ownership.remove(ref)
             return
         if judged.outcome == "exempt":
             self._other.add(key)

@@ -111,6 +111,10 @@ def test_the_matrix_has_one_column_per_node_pool_and_marks_what_changed() -> Non
     probe = by_name[("mig-probe", "spec.template")]
     assert [c.status for c in probe.cells] == ["no", "fits", "no"]
     assert [b.status if b else None for b in probe.before] == ["no", "no", "no"]
+    # a pod bound to h100-1 never ran on h100-2 either: its cell there did not change
+    scratch = by_name[("scratch", "")]
+    assert [c.status for c in scratch.cells] == ["no", "no", "no"]
+    assert [b.status if b else None for b in scratch.before] == ["fits", "no", "no"]
     master = by_name[("llama-ft", "spec.pytorchReplicaSpecs.Master.template")]
     assert master.cells[2].status == "compat" and master.before[2] is not None and master.before[2].status == "fits"
     assert master.worst is Severity.WARNING
