@@ -83,9 +83,12 @@ def node(name: str, n: int, instance: str, product: str | None = None, gpus: int
                                    "message": "kubelet is posting ready status",
                                    "lastHeartbeatTime": "2026-11-30T11:59:00Z",
                                    "lastTransitionTime": CREATED}],
-                   "nodeInfo": {"architecture": "amd64", "containerRuntimeVersion": "containerd://1.7.22",
-                                "kubeletVersion": "v1.31.4", "operatingSystem": "linux",
-                                "osImage": "Ubuntu 22.04.5 LTS"}},
+                   "nodeInfo": {"architecture": "amd64", "bootID": f"{n:08x}-6a3e-4e43-9b5e-2f0c1d2e3f40",
+                                "containerRuntimeVersion": "containerd://1.7.22",
+                                "kernelVersion": "5.15.0-122-generic", "kubeProxyVersion": "",
+                                "kubeletVersion": "v1.31.4", "machineID": f"ec2{n:029x}",
+                                "operatingSystem": "linux", "osImage": "Ubuntu 22.04.5 LTS",
+                                "systemUUID": f"ec2{n:05x}-0000-4000-8000-000000000000"}},
     }
 
 
@@ -308,7 +311,8 @@ def workloads() -> list[dict[str, Any]]:
           "metadata": meta("nvidia-device-plugin-daemonset", "kube-system", 70),
           "spec": {"selector": {"matchLabels": {"name": "nvidia-device-plugin-ds"}},
                    "template": {"metadata": {"labels": {"name": "nvidia-device-plugin-ds"}}, "spec": plugin_spec}},
-          "status": {"desiredNumberScheduled": 4, "numberReady": 4}}
+          "status": {"currentNumberScheduled": 4, "desiredNumberScheduled": 4, "numberMisscheduled": 0,
+                     "numberReady": 4}}
     items.append(ds)
 
     # web/frontend: no GPU at all
