@@ -18,7 +18,7 @@ import pytest
 
 from policies import Config, evaluate
 from policies.effective_facts import effective_facts
-from tests.support.fake_apiserver import DRA_RESOURCES, PATHS, FakeApiServer, serving
+from tests.support.fake_apiserver import DRA_RESOURCES, LIST_META, PATHS, TYPE_META, FakeApiServer, serving
 from tests.support.paths import FIXTURES, load_yaml_docs
 from tests.webhook.test_live_facts import start_live
 
@@ -141,6 +141,9 @@ def test_an_older_version_is_used_when_v1_is_not_served(monkeypatch: pytest.Monk
     for resource in DRA_RESOURCES:
         monkeypatch.delitem(PATHS, f"/apis/resource.k8s.io/v1/{resource}")
         monkeypatch.setitem(PATHS, f"/apis/resource.k8s.io/v1beta1/{resource}", resource)
+        # the server routes resource paths by TYPE_META's group/version
+        monkeypatch.setitem(TYPE_META, resource, {**TYPE_META[resource], "apiVersion": "resource.k8s.io/v1beta1"})
+        monkeypatch.setitem(LIST_META, resource, {**LIST_META[resource], "apiVersion": "resource.k8s.io/v1beta1"})
     state = FakeApiServer(("nodes", "runtimeclasses", "nodepools", *DRA_RESOURCES))
     serve_cluster(state)
     # NVIDIA demo/specs/quickstart/v1beta1/gpu-test1.yaml's template, as a v1beta1 server stores it
