@@ -17,6 +17,19 @@ from policies.resources import is_extended
 
 
 def container_requests(c: ContainerRef, is_resource: Callable[[str], bool]) -> dict[str, Fraction]:
+    """The positive requests (else limits) of the resources ``is_resource`` accepts, by name.
+
+    Several rules ask for the same container and predicate in one evaluation: the answer is kept
+    on the ContainerRef (a pure function of its resources and of the predicate), and each caller
+    gets its own copy.
+    """
+    cached: dict[str, Fraction] | None = c.requests_cache.get(is_resource)
+    if cached is None:
+        cached = c.requests_cache[is_resource] = _container_requests(c, is_resource)
+    return dict(cached)
+
+
+def _container_requests(c: ContainerRef, is_resource: Callable[[str], bool]) -> dict[str, Fraction]:
     out: dict[str, Fraction] = {}
     limits = c.resource_map("limits")
     requests = c.resource_map("requests")
