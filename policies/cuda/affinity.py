@@ -21,11 +21,11 @@ neither expressions nor fields matches nothing and is kept as it is).  Missing `
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from policies.facts import LABEL_DRIVER_NEW, LABEL_DRIVER_OLD
+from policies.plaincopy import plain_copy
 from policies.types import RelOp
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -69,19 +69,19 @@ def driver_terms(minimum: Sequence[int], include_old_labels: bool) -> list[list[
 
 
 def _term(expressions: list[Expression]) -> dict[str, Any]:
-    return {"matchExpressions": copy.deepcopy(expressions)}
+    return {"matchExpressions": plain_copy(expressions)}
 
 
 def merged_terms(existing: Sequence[Any], terms: list[list[Expression]]) -> list[Any]:
     out: list[Any] = []
     for term in existing:
         if not isinstance(term, Mapping) or not (term.get("matchExpressions") or term.get("matchFields")):
-            out.append(copy.deepcopy(term))
+            out.append(plain_copy(term))
             continue
         for exprs in terms:
-            combined = copy.deepcopy(dict(term))
-            own = copy.deepcopy(list(term.get("matchExpressions") or ()))
-            combined["matchExpressions"] = [*own, *copy.deepcopy(exprs)]
+            combined = plain_copy(dict(term))
+            own = plain_copy(list(term.get("matchExpressions") or ()))
+            combined["matchExpressions"] = [*own, *plain_copy(exprs)]
             out.append(combined)
     return out
 

@@ -17,6 +17,7 @@ image, while the compat libraries must actually be loaded.
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 
 from policies.cuda.knowledge import knowledge
@@ -61,8 +62,12 @@ class Requirement:
         return format_version(self.cuda)
 
 
+@functools.lru_cache(maxsize=1024)
 def requirement(resolution: Resolution) -> Requirement | None:
-    """None when the knowledge base does not know the version: the rule then stays silent."""
+    """None when the knowledge base does not know the version: the rule then stays silent.
+
+    A pure function of the resolution and the (fixed) knowledge base, asked for every container of
+    every evaluation, so cached."""
     kb = knowledge()
     row = kb.toolkit(resolution.version)
     if row is None:
