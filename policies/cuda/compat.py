@@ -104,6 +104,7 @@ def classify(req: Requirement, driver: Version | None, product: str | None) -> M
     return Mode.INCOMPATIBLE
 
 
+@functools.lru_cache(maxsize=1024)
 def native_cuda_text(driver: Version) -> str | None:
     native = knowledge().native_cuda(driver)
     return format_version(major_minor(native)) if native else None

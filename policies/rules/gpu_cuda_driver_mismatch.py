@@ -189,25 +189,29 @@ def _notes(a: Assessment) -> list[str]:
 
 
 def _message(a: Assessment) -> str:
+    by_mode: dict[Mode, list[GroupVerdict]] = {}
+    for v, m in a.rows:
+        by_mode.setdefault(m, []).append(v)
     parts = []
     for mode in _MODE_ORDER:
-        groups = a.with_mode(mode)
+        groups = by_mode.get(mode)
         if groups:
             listed = "; ".join(_row_text(a, v) for v in groups)
             parts.append(f"{mode.value}: {listed}")
-    verdict = {
-        Severity.ERROR: "no candidate node can run it",
-        Severity.WARNING: (
+    if a.severity is Severity.ERROR:
+        verdict = "no candidate node can run it"
+    elif a.severity is Severity.WARNING:
+        verdict = (
             "some candidate nodes cannot run it"
-            if a.with_mode(Mode.INCOMPATIBLE)
+            if Mode.INCOMPATIBLE in by_mode
             else "it runs only in a compatibility mode on every candidate node"
-        ),
-        Severity.INFO: (
+        )
+    else:
+        verdict = (
             "it runs natively on some candidate nodes, only in a compatibility mode on others"
-            if any(m.compat_only for _, m in a.rows)
+            if any(m.compat_only for m in by_mode)
             else "it runs on every candidate node"
-        ),
-    }[a.severity]
+        )
     notes = _notes(a)
     noted = f" Note: {'; '.join(notes)}." if notes else ""
     return f"container {a.container.name!r}: image {a.image} {_needs_text(a)}, {verdict} — " + " | ".join(parts) + noted
