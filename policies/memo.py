@@ -70,6 +70,15 @@ class ImagePairsKey:
     content: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class CudaJudgementKey:
+    """gpu-cuda-driver-mismatch's judgement of one container's needs (per architecture) on its
+    candidate node verdicts: identities of objects the memoised value holds."""
+
+    needs: tuple[tuple[str, int], ...]
+    candidates: tuple[int, ...]
+
+
 
 
 def constraints_key(

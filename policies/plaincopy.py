@@ -45,8 +45,8 @@ def _copy(value: Any, depth: int) -> Any:
         for key, item in value.items():
             if type(key) not in _ATOMIC:
                 raise _NotPlain
-            out[key] = _copy(item, depth + 1)
+            out[key] = item if type(item) in _ATOMIC else _copy(item, depth + 1)
         return out
     if kind is list:
-        return [_copy(item, depth + 1) for item in value]
+        return [item if type(item) in _ATOMIC else _copy(item, depth + 1) for item in value]
     raise _NotPlain

@@ -68,10 +68,6 @@ def driver_terms(minimum: Sequence[int], include_old_labels: bool) -> list[list[
     return terms
 
 
-def _term(expressions: list[Expression]) -> dict[str, Any]:
-    return {"matchExpressions": plain_copy(expressions)}
-
-
 def merged_terms(existing: Sequence[Any], terms: list[list[Expression]]) -> list[Any]:
     out: list[Any] = []
     for term in existing:
@@ -87,8 +83,12 @@ def merged_terms(existing: Sequence[Any], terms: list[list[Expression]]) -> list
 
 
 def affinity_fix(spec: Mapping[str, Any], terms: list[list[Expression]]) -> tuple[RelOp, ...]:
-    """RelOps (relative to the pod spec) that AND ``terms`` into the required node affinity."""
-    fresh = {"nodeSelectorTerms": [_term(t) for t in terms]}
+    """RelOps (relative to the pod spec) that AND ``terms`` into the required node affinity.
+
+    Where the ops create the required section, ``terms`` become part of their values as they are
+    (each once): pass lists made for the fix, such as ``driver_terms`` returns.
+    """
+    fresh = {"nodeSelectorTerms": [{"matchExpressions": t} for t in terms]}
     affinity = spec.get("affinity")
     if not isinstance(affinity, Mapping):
         return (RelOp("add", ("affinity",), {"nodeAffinity": {REQUIRED: fresh}}),)
