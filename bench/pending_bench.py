@@ -12,7 +12,10 @@ Each measurement runs in a fresh process, so peak RSS is its own:
   * ``baseline``: ``json.load`` of the dump (the least any Python tool does to read it);
   * ``load``: gpuguard.kube.dump.load_dumps;
   * ``full``: load + ClusterState.build (allocation, pools, health) + fit, preemption and
-    scheduler-message analysis of every pending GPU pod.
+    scheduler-message analysis of every pending GPU pod;
+  * ``cli-text`` / ``cli-json``: ``gpuguard why-pending --dump FILE -A --format text|json --output
+    OUT`` end to end (the above, plus the engine's static findings for every pending pod, the
+    whole diagnosis and the rendered report).
 ``--yaml-pods`` also writes the first N pods with all nodes as YAML and times ``full`` on it.
 """
 
@@ -240,6 +243,14 @@ def measure(kind: str, path: str) -> dict[str, Any]:
         with open(path, "rb") as fh:
             json.load(fh)
         out["seconds"] = time.perf_counter() - start
+    elif kind.startswith("cli-"):
+        from gpuguard.cli import main as gpuguard
+
+        written = Path(path).with_name(f"report.{kind}")
+        code = gpuguard(["why-pending", "--dump", path, "-A", "--format", kind[len("cli-"):], "--output", str(written)])
+        assert code == 0, code
+        out["seconds"] = time.perf_counter() - start
+        out["report_kib"] = written.stat().st_size / 1024
     else:
         from gpuguard.kube.dump import load_dumps
 
@@ -332,7 +343,8 @@ def main() -> int:
         print(f"dump: {args.nodes} nodes, {args.pods} pods, {gen['objects']} objects, {gen['json_mib']:.0f} MiB of "
               f"JSON (generated in {gen['seconds']:.0f} s)")
         path = Path(tmp) / "cluster.json"
-        results = {kind: _child("--measure", kind, str(path)) for kind in ("baseline", "load", "full")}
+        results = {kind: _child("--measure", kind, str(path))
+                   for kind in ("baseline", "load", "full", "cli-text", "cli-json")}
         if args.yaml_pods:
             results["yaml"] = _child("--measure", "full", str(Path(tmp) / "cluster.yaml"))
     base, full = results["baseline"], results["full"]
@@ -344,6 +356,9 @@ def main() -> int:
           f"(fit, preemption, scheduler message)")
     print(f"  {full['gpu_nodes']} GPU nodes in {full['pools']} pools, {full['health_issues']} health issues, "
           f"verdicts {full['verdicts']}; {full['cpu_seconds'] / base['cpu_seconds']:.2f}x json.load (CPU)")
+    for fmt in ("text", "json"):
+        res = results[f"cli-{fmt}"]
+        print(_line(f"why-pending --format {fmt}", res) + f"   report {res['report_kib']:.0f} KiB")
     if "yaml" in results:
         print(_line(f"YAML {args.nodes} nodes + {args.yaml_pods} pods ({gen['yaml_mib']:.0f} MiB)", results["yaml"]))
     return 0

@@ -1,4 +1,6 @@
-"""Write deploy/webhooks.yaml: ``gpuguard webhook-config`` for the policy in deploy/gpuguard-config.yaml.
+"""Write deploy/webhooks.yaml: ``gpuguard webhook-config`` for the policy in deploy/gpuguard-config.yaml;
+and the Helm chart's templates/webhooks.yaml, the same configurations with Helm expressions where
+a release decides (webhook/configuration_helm.py).
 
 The webhook ``rules`` and the ``gpu-workload`` matchCondition follow policies/podspec.py WORKLOADS
 and the config's podTemplatePaths and gpuResourceNames; the namespaceSelector its
@@ -20,8 +22,10 @@ if str(HERE.parent) not in sys.path:
 from gpuguard.sources.yamlsafe import load_all_plain  # noqa: E402
 from policies.config import Config, load_config  # noqa: E402
 from webhook.configuration import render as render_for  # noqa: E402
+from webhook.configuration_helm import CHART_TEMPLATE, render_chart_template  # noqa: E402
 
 OUTPUT = HERE / "webhooks.yaml"
+CHART_OUTPUT = HERE.parent / CHART_TEMPLATE
 CONFIG = HERE / "gpuguard-config.yaml"  # packed into the ConfigMap by kustomization.yaml
 
 
@@ -38,6 +42,8 @@ def render() -> str:
 def main() -> int:
     OUTPUT.write_text(render(), encoding="utf-8")
     print(f"wrote {OUTPUT}")
+    CHART_OUTPUT.write_text(render_chart_template(), encoding="utf-8")
+    print(f"wrote {CHART_OUTPUT}")
     return 0
 
 

@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("webhook.cmd_serve", "run the validating/mutating admission webhook over TLS"),
     "webhook-config": ("webhook.cmd_webhook_config", "print the webhook configurations for a policy config"),
     "certs": ("certs.cmd_certs", "create a CA and serving certificate for the webhook"),
+    "why-pending": ("whypending.cmd_why_pending", "explain why GPU pods are Pending while GPUs sit idle"),
     "completion": ("gpuguard.completion", "print a bash or zsh completion script"),
 }
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-OWN_PACKAGES = ("gpuguard", "policies", "linter", "webhook", "certs")
+OWN_PACKAGES = ("gpuguard", "policies", "linter", "webhook", "certs", "whypending")
 
 
 def foreign_packages() -> list[str]:

@@ -11,6 +11,12 @@ held 615 MB.  This subclass adds, per connection:
   trickled byte by byte does not extend it), and one for the body once the head is in;
 * a cap on open connections: past it, a new connection is closed as soon as it is made.
 
+On the TLS port the cap and a handshake deadline also hold before and during the handshake: with
+uvicorn's own TLS (uvloop's server), a connection that never sends a ClientHello was kept for
+good and never counted (5,000 silent connections held 290 MB).  ``tls_accepting`` serves TCP and
+runs the standard library's TLS protocol (``asyncio.sslproto.SSLProtocol``, what
+``loop.create_server(ssl=...)`` uses per connection) itself, counted from the TCP connect.
+
 The API server sends small heads (a few hundred bytes) and whole bodies at once, so none of this
 touches it; the limits are ``ConnectionLimits`` and every rejection is counted by reason.
 """
@@ -18,9 +24,12 @@ touches it; the limits are ``ConnectionLimits`` and every rejection is counted b
 from __future__ import annotations
 
 import asyncio
+import ssl
+import time
+from asyncio.sslproto import SSLProtocol
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -184,3 +193,78 @@ def guarded_protocol(limits: ConnectionLimits, on_reject: Reject | None = None) 
             self.transport.close()
 
     return GuardedProtocol
+
+
+class _Gate:
+    """Open connections on one TLS port, handshaking or established."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.open = 0
+
+
+class _GuardedTLS(SSLProtocol):
+    """The event loop's own TLS server protocol (what ``create_server(ssl=...)`` builds per
+    connection), counted against the cap from the moment TCP connects, with a handshake deadline."""
+
+    # The standard library reads into a 256 KiB buffer per connection: 256 MiB at the cap.  Two
+    # full TLS records (16 KiB each) are all one read can decrypt at a time anyway.
+    max_size = 32 * 1024
+
+    def __init__(
+        self, http: asyncio.Protocol, context: ssl.SSLContext, gate: _Gate, limits: ConnectionLimits, reject: Reject
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        super().__init__(
+            # typeshed says int; the standard library takes any number of seconds
+            loop, http, context, waiter, server_side=True, ssl_handshake_timeout=cast(int, limits.head_timeout)
+        )
+        self._gate = gate
+        self._reject = reject
+        self._counted = False
+        self._accepted_at = time.monotonic()
+        self._handshake_timeout = limits.head_timeout
+        self._handshake = waiter
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self._gate.open >= self._gate.limit:
+            self._reject("too_many_connections")
+            cast(asyncio.Transport, transport).abort()
+            return
+        self._gate.open += 1
+        self._counted = True
+        super().connection_made(transport)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        super().connection_lost(exc)  # settles the handshake if it was still running
+        waiter = self._handshake
+        failed = waiter.done() and not waiter.cancelled() and waiter.exception() is not None
+        if not self._counted:
+            return
+        self._gate.open -= 1
+        self._counted = False
+        if failed:
+            late = time.monotonic() - self._accepted_at >= self._handshake_timeout
+            self._reject("tls_handshake_timeout" if late else "tls_handshake_failed")
+
+
+def tls_accepting(
+    http: Callable[..., asyncio.Protocol],
+    context: ssl.SSLContext,
+    limits: ConnectionLimits,
+    on_reject: Reject | None = None,
+) -> Callable[..., asyncio.BaseProtocol]:
+    """A protocol factory for ``uvicorn.Config(http=...)`` on a port serving TLS itself (uvicorn's
+    own ``ssl`` left unset): at most ``limits.max_connections`` connections, handshaking or not,
+    and a handshake deadline of ``limits.head_timeout``; then ``http``'s protocol over TLS."""
+    gate = _Gate(limits.max_connections)
+
+    def reject(reason: str) -> None:
+        if on_reject is not None:
+            on_reject(reason)
+
+    def factory(**kwargs: Any) -> asyncio.BaseProtocol:
+        return _GuardedTLS(http(**kwargs), context, gate, limits, reject)
+
+    return factory

@@ -21,7 +21,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
 
@@ -29,7 +29,7 @@ from policies.config import Config
 from webhook.app import DEFAULT_MAX_BODY_BYTES, FactsProvider, create_app, create_health_app
 from webhook.configsource import ConfigSource, ReloadingConfig, StaticConfig
 from webhook.metrics import Metrics
-from webhook.protocol import ConnectionLimits, guarded_protocol
+from webhook.protocol import ConnectionLimits, guarded_protocol, tls_accepting
 from webhook.tlsreload import CertificateReloader, server_context
 
 log = logging.getLogger("gpuguard.serve")
@@ -90,15 +90,16 @@ def run_app(
     on_reload = metrics.count_cert_reload if metrics is not None else None
     reloader = CertificateReloader(context, options.tls_cert, options.tls_key, on_reload)
     on_reject = metrics.count_rejected if metrics is not None else None
+    # TLS is terminated by tls_accepting, not by uvicorn's ssl: the connection cap and the
+    # handshake deadline must hold before the handshake (webhook.protocol).
     uconfig = uvicorn.Config(
         app,
-        ssl_context_factory=lambda _config, _default: context,
         log_config=None,
         access_log=False,
         lifespan="off",
         timeout_keep_alive=options.keep_alive_seconds,
         server_header=False,
-        http=guarded_protocol(options.limits, on_reject),
+        http=cast(Any, tls_accepting(guarded_protocol(options.limits, on_reject), context, options.limits, on_reject)),
     )
     server = uvicorn.Server(uconfig)
     health_server: uvicorn.Server | None = None

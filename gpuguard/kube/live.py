@@ -1,9 +1,9 @@
 """List the objects the pending-pod analysis needs from a live cluster, read-only.
 
 Uses the ``kubernetes`` client's list calls only (RBAC: ``list`` on nodes, pods, events,
-priorityclasses and, optionally, runtimeclasses), paginated with ``limit``/``continue``; an expired
-continue token (HTTP 410) restarts that list.  Bodies are decoded with msgspec into pruned dicts
-(see prune.py), so a large cluster costs little memory.
+priorityclasses and, optionally, runtimeclasses and karpenter.sh nodepools), paginated with
+``limit``/``continue``; an expired continue token (HTTP 410) restarts that list.  Bodies are
+decoded with msgspec into pruned dicts (see prune.py), so a large cluster costs little memory.
 
 * Pods are listed cluster-wide with ``status.phase!=Succeeded,status.phase!=Failed``, the same
   filter as the scheduler's informer (pending-gpus.md §2.1): every namespace's pods hold GPUs.
@@ -11,8 +11,8 @@ continue token (HTTP 410) restarts that list.  Bodies are decoded with msgspec i
   partial.
 * Events are filtered to ``reason=FailedScheduling`` (a field selector the core/v1 Event API
   supports; pending-gpus.md §1.5).
-* Nodes and pods are required; a failure to list events, PriorityClasses or RuntimeClasses
-  becomes a note.
+* Nodes and pods are required; a failure to list events, PriorityClasses, RuntimeClasses or
+  NodePools becomes a note (a 404 for NodePools means Karpenter is not installed: no note).
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 SCHEDULING_EVENTS = "reason=FailedScheduling"
 MAX_RESTARTS = 3
 HTTP_FORBIDDEN = 403
+HTTP_NOT_FOUND = 404
+NODEPOOL_GROUP, NODEPOOL_VERSION = "karpenter.sh", "v1"  # the version policies.karpenter reads
 HTTP_GONE = 410
 
 
@@ -145,8 +147,10 @@ def list_cluster(
     page_size: int = PAGE_SIZE,
     timeout: tuple[float, float] = (CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS),
     runtime_classes: bool = True,
+    nodepools: bool = True,
 ) -> LiveListing:
-    """Nodes, non-terminal pods, FailedScheduling events, PriorityClasses (and RuntimeClasses).
+    """Nodes, non-terminal pods, FailedScheduling events, PriorityClasses (and RuntimeClasses and
+    Karpenter NodePools, which only the engine's static checks read; no NodePool CRD means none).
 
     ``namespace`` limits the events listed (the pods to explain live there); pods are listed
     cluster-wide unless that is forbidden.  Raises LiveError when nodes or pods cannot be listed.
@@ -195,6 +199,14 @@ def list_cluster(
     optional("PriorityClasses", "SchedulingV1Api", "list_priority_class", "PriorityClass", objects.priority_classes)
     if runtime_classes:
         optional("RuntimeClasses", "NodeV1Api", "list_runtime_class", "RuntimeClass", objects.runtime_classes)
+    if nodepools:
+        try:
+            lister.collect("CustomObjectsApi", "list_cluster_custom_object", "NodePool", objects.nodepools,
+                           group=NODEPOOL_GROUP, version=NODEPOOL_VERSION, plural="nodepools")
+        except Exception as exc:
+            if _status_of(exc) != HTTP_NOT_FOUND:  # 404: Karpenter is not installed
+                listing.notes.append(f"Karpenter NodePools not listed ({_reason(exc)}); the static checks "
+                                     "continue without them")
     listing.requests = lister.requests
     return listing
 

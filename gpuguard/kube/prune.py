@@ -3,9 +3,10 @@
 A 50,000-pod cluster lists hundreds of megabytes of JSON, most of it env, volumes and container
 statuses.  msgspec decodes into TypedDicts that name only the fields kept, skipping the rest
 without building Python objects for them; the result is still a plain dict in API shape.  Pods not
-yet bound to a node (the pending ones, which the engine's static rules judge in full) are kept
-whole.  An item whose kept fields have unexpected types is decoded whole instead, so nothing is
-lost to validation: the engine reads malformed objects defensively.
+yet bound to a node (the pending ones, which the engine's static rules judge in full) and Karpenter
+NodePools (capacity that can appear, in the engine's facts) are kept whole.  An item whose kept
+fields have unexpected types is decoded whole instead, so nothing is lost to validation: the engine
+reads malformed objects defensively.
 """
 
 from __future__ import annotations
@@ -116,7 +117,9 @@ def decode_item(raw: bytes | msgspec.Raw, kind: str | None = None) -> Any:
         return obj
     if kind and not obj.get("kind"):
         obj["kind"] = kind
-    if obj.get("kind") == "Pod" and not (obj.get("spec") or {}).get("nodeName"):
+    # Karpenter NodePools are few and the engine reads their whole template
+    if obj.get("kind") == "NodePool" or (
+            obj.get("kind") == "Pod" and not (obj.get("spec") or {}).get("nodeName")):
         whole = _WHOLE.decode(raw)
         if isinstance(whole, dict):
             whole.setdefault("kind", obj["kind"])

@@ -114,17 +114,30 @@ def _fit_reason(report: FitReport) -> Reason | None:
     return None
 
 
-def _health_reasons(state: ClusterState, report: FitReport) -> list[Reason]:
+def node_issues_of(state: ClusterState) -> dict[str, list[health.HealthIssue]]:
+    """Health issues of every GPU node that has any (few: the rest are healthy)."""
+    out = {}
+    for name, alloc in state.allocation.nodes.items():
+        issues = health.node_issues(alloc)
+        if issues:
+            out[name] = issues
+    return out
+
+
+def _health_reasons(report: FitReport, issues_of: Mapping[str, list[health.HealthIssue]]) -> list[Reason]:
     """Health issues on nodes the pod could use but for them: nodes offering its GPUs whose only
-    blockers (if any) are cordon or the not-ready/unschedulable taints."""
+    blockers (if any) are cordon or the not-ready/unschedulable taints.  Only nodes with issues are
+    judged, so a large healthy fleet costs nothing here."""
     relevant = []
-    for nf in report.nodes:
+    for nf in report.iter_nodes(lambda alloc: alloc.name in issues_of):
+        if nf.node not in issues_of:
+            continue
         others = [b for b in nf.blockers if b != fitmod.BLOCK_CORDON and not _node_state_taint(b)]
         if not others:
             relevant.append(nf.node)
     by_kind: dict[str, list[health.HealthIssue]] = {}
     for name in relevant:
-        for issue in health.node_issues(state.allocation.nodes[name]):
+        for issue in issues_of[name]:
             if issue.resource and issue.resource not in report.wants:
                 continue
             kind = PLUGIN_DOWN if issue.kind == health.PLUGIN_DOWN else UNHEALTHY
@@ -176,6 +189,8 @@ def _idle_reason(state: ClusterState, report: FitReport, use: Mapping[tuple[str,
     holders = holders_in_the_way(state, report)
     idle = []
     for h in holders:
+        if h.pod.deleting:  # already on its way out (often a preemption victim): nothing to reclaim
+            continue
         u = use.get((h.pod.namespace, h.pod.name))
         if u is not None and u.max_percent < threshold and _observed_whole_window(h.pod, window_start):
             idle.append((h, u))
@@ -226,6 +241,7 @@ def diagnose(
     with ``window_start``, only pods started before it can be idle holders.
     """
     fits, preemption = FitAnalyser(state), PreemptionAnalyser(state)
+    issues_of = node_issues_of(state)
     chosen = list(state.pending_gpu_pods() if pods is None else pods)
     out = Diagnosis()
     for pod in sorted(chosen, key=lambda p: p.key):
@@ -248,7 +264,7 @@ def diagnose(
         if fit_reason:
             reasons.append(fit_reason)
         if report.verdict != fitmod.FITS:
-            reasons.extend(_health_reasons(state, report))
+            reasons.extend(_health_reasons(report, issues_of))
         if use is not None:
             idle = _idle_reason(state, report, use, idle_threshold, window_start)
             if idle:

@@ -20,6 +20,7 @@ N free [K-fit].
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -138,12 +139,12 @@ class FitReport:
     def best(self, limit: int = 5) -> list[NodeFit]:
         """Nodes that fit the pod apart from GPUs and have GPUs free, most free first."""
         found = (n for n in self.open_nodes if n.eligible and n.free_total)
-        return sorted(found, key=lambda n: (-n.free_total, n.node))[:limit]
+        return heapq.nsmallest(limit, found, key=lambda n: (-n.free_total, n.node))
 
     def stranded(self, limit: int = 5) -> list[NodeFit]:
         """Nodes with enough free GPUs that the pod cannot use (blocked or short of cpu/memory/pods)."""
-        found = [n for n in self.open_nodes if n.gpu_room and not n.eligible]
-        return sorted(found, key=lambda n: (-n.free_total, n.node))[:limit]
+        found = (n for n in self.open_nodes if n.gpu_room and not n.eligible)
+        return heapq.nsmallest(limit, found, key=lambda n: (-n.free_total, n.node))
 
     def message(self) -> str:
         want = ", ".join(f"{n} {r}" for r, n in self.wants.items())

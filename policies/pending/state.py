@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies.facts import ClusterFacts, RuntimeClassFacts, runtime_class_from_object
+from policies.karpenter import is_nodepool
 from policies.pending.allocation import DEFAULT_POOL_LABELS, ClusterAllocation, build_allocation
 from policies.pending.events import EventIndex, SchedulingEvent, event_from_object
 from policies.pending.objects import NodeInfo, PodInfo, PodReader, PriorityClasses, node_info
@@ -41,6 +42,7 @@ class ClusterObjects:
     events: list[Mapping[str, Any]] = field(default_factory=list)
     priority_classes: list[Mapping[str, Any]] = field(default_factory=list)
     runtime_classes: list[Mapping[str, Any]] = field(default_factory=list)
+    nodepools: list[Mapping[str, Any]] = field(default_factory=list)  # Karpenter: for the engine's facts
     other: int = 0  # objects of other kinds, ignored
 
     def add(self, obj: Mapping[str, Any]) -> None:
@@ -55,6 +57,8 @@ class ClusterObjects:
             self.priority_classes.append(obj)
         elif kind == "RuntimeClass":
             self.runtime_classes.append(obj)
+        elif is_nodepool(obj):
+            self.nodepools.append(obj)
         else:
             self.other += 1
 

@@ -25,7 +25,7 @@ VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["versi
 REPO_URL = "https://github.com/gpuguard/gpuguard"
 INSTALL_REFS = re.compile(r"git\+https://github\.com/gpuguard/gpuguard@(v\d[\w.]*)|rev: (v\d[\w.]*)|uses: gpuguard/gpuguard@(v\d[\w.]*)")
 # Files that may name the version: its source, the files the release script rewrites, the changelog.
-MAY_NAME_VERSION = {"pyproject.toml", "README.md", "deploy/deployment.yaml", "CHANGELOG.md"}
+MAY_NAME_VERSION = {"pyproject.toml", "README.md", "deploy/deployment.yaml", "deploy/helm/gpuguard/Chart.yaml", "CHANGELOG.md"}
 
 
 def version_problems(root: Path, version: str) -> list[str]:
@@ -107,6 +107,8 @@ def test_release_bumps_dates_commits_and_tags(released: tuple[Path, str]) -> Non
     tagged = tomllib.loads(git(repo, "show", f"v{new}:pyproject.toml"))
     assert tagged["project"]["version"] == new
     assert f"ghcr.io/gpuguard/gpuguard:{new}" in git(repo, "show", f"v{new}:deploy/deployment.yaml")
+    chart = yaml.safe_load(git(repo, "show", f"v{new}:deploy/helm/gpuguard/Chart.yaml"))
+    assert chart["version"] == chart["appVersion"] == new
     changelog = (repo / "CHANGELOG.md").read_text()
     unreleased, rest = changelog.split("## [Unreleased]\n", 1)[1].split(f"## [{new}] - 2031-02-03\n", 1)
     assert unreleased.strip() == ""

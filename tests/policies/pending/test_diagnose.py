@@ -93,3 +93,15 @@ def test_pods_younger_than_the_window_are_not_idle_holders(state: ClusterState) 
     assert idle.pods == ("ml/notebook-idle",)
     h100 = next(p for p in result.pools if p.pool.name.startswith(H100))
     assert h100.idle == 2
+
+
+def test_terminating_holders_are_not_named_idle(state: ClusterState) -> None:
+    """ml/terminating (deletionTimestamp set, a preemption victim) holds 2 idle GPUs on h100-c; it
+    counts in the pool's idle GPUs but is no reclaim candidate: it is already going."""
+    use = {**USE, ("ml", "terminating"): GpuUse(0.0, 0.0, 120)}
+    result = diagnose(state, use=use)
+    big = next(p for p in result.pods if p.pod.name == "big-train")
+    idle = next(r for r in big.reasons if r.kind == dg.IDLE_HOLDERS)
+    assert "ml/terminating" not in idle.pods
+    h100 = next(p for p in result.pools if p.pool.name.startswith(H100))
+    assert h100.idle == 2 + 3 + 2  # notebook-idle, init-pod and the terminating pod

@@ -1,0 +1,335 @@
+"""Peak memory of ``gpuguard serve`` under each flood of issue 10, against its own idle memory.
+
+Each flood gets a fresh server (TLS, 7-node example cluster, the shipped defaults: 1,024
+connections, 10 s request timeout) so its peak is its own.  The baseline, in the same run, is the
+server's resident memory once ready and answering; a flood's figure is its peak (VmHWM) over it.
+After every flood the server must still answer ``/healthz`` and a real review on the webhook port.
+
+Floods:
+
+* ``headers``: 3 connections in parallel, each streaming a request head of up to 146 MiB;
+* ``connections``: 15,000 connections at once: silent TCP, idle TLS, and heads trickled a byte
+  at a time (slow loris), a third each;
+* ``bodies``: 32 connections in parallel, each streaming a 64 MiB body;
+* ``annotations``: 2,000 distinct pods, each carrying 192 KB of annotations (as the API server
+  accepts), 16 at a time;
+* ``kinds``: 60 reviews whose ``request.kind.kind`` is 5 MiB, then 5,000 with distinct kinds; the
+  ``/metrics`` scrape size after it is reported too.
+
+Goal: every peak under the shipped memory limit (512 MiB) and /metrics small.
+
+    .venv/bin/python bench/flood_bench.py [--only headers,kinds]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+REVIEW = ROOT / "tests" / "fixtures" / "admission" / "pod-gpu-with-limit.json"
+EXAMPLE_CLUSTER = ROOT / "examples" / "cluster.yaml"
+LIMIT_MIB = 512  # deploy/deployment.yaml resources.limits.memory
+MIB = 1024 * 1024
+
+
+@dataclass
+class Target:
+    proc: subprocess.Popen[bytes]
+    port: int
+    health_port: int
+    ca: Path
+
+    def context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self.ca))
+        ctx.check_hostname = False
+        return ctx
+
+    def memory_kib(self, field: str) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+        raise RuntimeError(f"{field} not in /proc/{self.proc.pid}/status")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def review_body(obj: dict[str, Any] | None = None, kind: str = "Pod") -> bytes:
+    review = json.loads(REVIEW.read_text())
+    if obj is not None:
+        review["request"]["object"] = obj
+    review["request"]["kind"]["kind"] = kind
+    return json.dumps(review).encode()
+
+
+def answers(target: Target) -> bool:
+    """/healthz on the health port and one real review on the webhook port."""
+    with httpx.Client(verify=target.context(), timeout=10) as client:
+        health = client.get(f"http://127.0.0.1:{target.health_port}/healthz")
+        verdict = client.post(
+            f"https://127.0.0.1:{target.port}/validate", content=review_body(),
+            headers={"Content-Type": "application/json"},
+        )
+    return health.status_code == 200 and verdict.status_code == 200 and verdict.json()["response"]["allowed"]
+
+
+def start(work: Path, cert: Path, key: Path, ca: Path) -> Target:
+    port, health_port = free_port(), free_port()
+    cmd = [
+        sys.executable, "-m", "gpuguard.cli", "serve", "--tls-cert", str(cert), "--tls-key", str(key),
+        "--host", "127.0.0.1", "--port", str(port), "--health-port", str(health_port),
+        "--cluster", str(EXAMPLE_CLUSTER),
+    ]
+    log = (work / f"serve-{port}.log").open("wb")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
+    target = Target(proc, port, health_port, ca)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}; see {log.name}")
+        try:
+            if answers(target):
+                return target
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError("server did not become ready")
+
+
+def stop(target: Target) -> None:
+    target.proc.terminate()
+    try:
+        target.proc.wait(10)
+    except subprocess.TimeoutExpired:
+        target.proc.kill()
+
+
+async def _open(target: Target, use_tls: bool) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection(
+        "127.0.0.1", target.port, ssl=target.context() if use_tls else None,
+        server_hostname="localhost" if use_tls else None,
+    )
+
+
+async def _drain_answer(reader: asyncio.StreamReader) -> bytes:
+    try:
+        return await asyncio.wait_for(reader.read(4096), 30)
+    except (TimeoutError, ConnectionError, ssl.SSLError):
+        return b""
+
+
+async def flood_headers(target: Target) -> str:
+    """Stream a huge head until the server answers or closes."""
+
+    async def one() -> bytes:
+        reader, writer = await _open(target, True)
+        writer.write(b"POST /validate HTTP/1.1\r\nHost: localhost\r\n")
+        chunk = b"X-Flood: " + b"a" * (64 * 1024 - 11) + b"\r\n"
+        sent = 0
+        try:
+            while sent < 146 * MIB and not reader.at_eof():
+                writer.write(chunk)
+                await writer.drain()
+                sent += len(chunk)
+        except (ConnectionError, ssl.SSLError):
+            pass
+        answer = await _drain_answer(reader)
+        writer.close()
+        return answer
+
+    answers_ = await asyncio.gather(*(one() for _ in range(3)))
+    status = sorted({a.split(b"\r\n", 1)[0].decode(errors="replace") or "(closed)" for a in answers_})
+    return "answered " + ", ".join(status)
+
+
+async def flood_connections(target: Target, count: int = 15_000) -> str:
+    """Silent TCP, idle TLS and trickled heads, held until the server closes them."""
+    opened: list[asyncio.StreamWriter] = []
+    refused = 0
+
+    async def silent() -> None:
+        nonlocal refused
+        try:
+            _, writer = await _open(target, False)
+            opened.append(writer)
+        except OSError:
+            refused += 1
+
+    async def idle_tls() -> None:
+        nonlocal refused
+        try:
+            _, writer = await _open(target, True)
+            opened.append(writer)
+        except (OSError, ssl.SSLError):
+            refused += 1
+
+    async def trickle() -> None:
+        nonlocal refused
+        try:
+            reader, writer = await _open(target, True)
+        except (OSError, ssl.SSLError):
+            refused += 1
+            return
+        opened.append(writer)
+        try:
+            for byte in b"POST /validate HTTP/1.1\r\nHost: localhost\r\nX-Slow: " + b"z" * 64:
+                if reader.at_eof():
+                    return
+                writer.write(bytes([byte]))
+                await writer.drain()
+                await asyncio.sleep(0.5)  # the attack's pace, not synchronisation
+        except (ConnectionError, ssl.SSLError):
+            return
+
+    kinds = (silent, idle_tls, trickle)
+    tasks = [asyncio.ensure_future(kinds[i % 3]()) for i in range(count)]
+    await asyncio.gather(*tasks)
+    held = sum(1 for w in opened if not w.is_closing())
+    for writer in opened:
+        writer.close()
+    return f"{count} opened or attempted, {refused} refused at connect, {held} still open at the end"
+
+
+async def flood_bodies(target: Target) -> str:
+    async def one() -> bytes:
+        reader, writer = await _open(target, True)
+        size = 64 * MIB
+        writer.write(
+            b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {size}\r\n\r\n".encode()
+        )
+        chunk = b" " * (256 * 1024)
+        sent = 0
+        try:
+            while sent < size and not reader.at_eof():
+                writer.write(chunk)
+                await writer.drain()
+                sent += len(chunk)
+        except (ConnectionError, ssl.SSLError):
+            pass
+        answer = await _drain_answer(reader)
+        writer.close()
+        return answer
+
+    answers_ = await asyncio.gather(*(one() for _ in range(32)))
+    status = sorted({a.split(b"\r\n", 1)[0].decode(errors="replace") or "(closed)" for a in answers_})
+    return "answered " + ", ".join(status)
+
+
+async def _post_all(target: Target, bodies: Callable[[int], bytes], count: int, parallel: int = 16) -> dict[int, int]:
+    statuses: dict[int, int] = {}
+    queue = iter(range(count))
+    async with httpx.AsyncClient(verify=target.context(), timeout=60,
+                                 limits=httpx.Limits(max_connections=parallel)) as client:
+        async def worker() -> None:
+            for n in queue:
+                response = await client.post(
+                    f"https://127.0.0.1:{target.port}/validate", content=bodies(n),
+                    headers={"Content-Type": "application/json"},
+                )
+                statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+
+        await asyncio.gather(*(worker() for _ in range(parallel)))
+    return statuses
+
+
+async def flood_annotations(target: Target) -> str:
+    base = json.loads(REVIEW.read_text())["request"]["object"]
+    filler = "x" * (192 * 1024)
+
+    def body(n: int) -> bytes:
+        obj = json.loads(json.dumps(base))
+        obj["metadata"]["name"] = f"train-{n}"
+        obj["metadata"]["annotations"] = {"example.com/notes": f"{n}:{filler}"}
+        obj["spec"]["containers"][0]["name"] = f"train-{n}"
+        return review_body(obj)
+
+    statuses = await _post_all(target, body, 2000)
+    return f"2000 reviews of ~193 KB: HTTP {statuses}"
+
+
+async def flood_kinds(target: Target) -> str:
+    huge = await _post_all(target, lambda n: review_body(kind=f"K{n}" + "k" * (5 * MIB)), 60, parallel=4)
+    small = await _post_all(target, lambda n: review_body(kind=f"Kind{n}"), 5000)
+    async with httpx.AsyncClient(timeout=30) as client:
+        scrape = await client.get(f"http://127.0.0.1:{target.health_port}/metrics")
+    return f"60 x 5 MiB kinds: HTTP {huge}; 5,000 distinct kinds: HTTP {small}; /metrics {len(scrape.content):,} bytes"
+
+
+FLOODS: dict[str, Callable[[Target], Coroutine[Any, Any, str]]] = {
+    "headers": flood_headers,
+    "connections": flood_connections,
+    "bodies": flood_bodies,
+    "annotations": flood_annotations,
+    "kinds": flood_kinds,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default=",".join(FLOODS), help="comma-separated floods to run")
+    args = parser.parse_args(argv)
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in FLOODS]
+    if unknown:
+        parser.error(f"unknown flood {', '.join(unknown)}; choose from {', '.join(FLOODS)}")
+    # 15,000 client connections and the server's own: both sides need the descriptors.
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+    from certs.tls import generate_bundle
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="gpuguard-flood-") as tmp:
+        work = Path(tmp)
+        bundle = generate_bundle("gpuguard", "gpuguard", work / "certs", extra_sans=["localhost", "127.0.0.1"])
+        for name in chosen:
+            target = start(work, bundle.tls_crt, bundle.tls_key, bundle.ca_crt)
+            try:
+                idle = target.memory_kib("VmRSS") / 1024
+                started = time.monotonic()
+                outcome = asyncio.run(FLOODS[name](target))
+                seconds = time.monotonic() - started
+                peak = target.memory_kib("VmHWM") / 1024
+                after = target.memory_kib("VmRSS") / 1024
+                still = answers(target)
+            finally:
+                stop(target)
+            rows.append((name, idle, peak, after, seconds, still, outcome))
+
+    print(f"gpuguard serve under floods (fresh server each; shipped limit {LIMIT_MIB} MiB)")
+    print(f"{'flood':<13}{'idle MiB':>9}{'peak MiB':>9}{'peak/idle':>10}{'after MiB':>10}{'secs':>7}  answers after")
+    ok = True
+    for name, idle, peak, after, seconds, still, _ in rows:
+        answered = "yes" if still else "NO"
+        print(f"{name:<13}{idle:>9.0f}{peak:>9.0f}{peak / idle:>10.2f}{after:>10.0f}{seconds:>7.1f}  {answered}")
+        ok = ok and still and peak < LIMIT_MIB
+    for name, *_, outcome in rows:
+        print(f"  {name}: {outcome}")
+    print(("PASS" if ok else "MISS") + f" every peak under {LIMIT_MIB} MiB and the server answering after each flood")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

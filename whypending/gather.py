@@ -1,0 +1,95 @@
+"""The cluster's objects for one run: from dump files or a live cluster (read-only lists)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from policies.pending.state import ClusterObjects
+
+DEFAULT_NAMESPACE = "default"
+# Where a pod's namespace is mounted: "the default namespace to be used for namespaced API
+# operations is placed in a file at /var/run/secrets/kubernetes.io/serviceaccount/namespace in each
+# container" (https://kubernetes.io/docs/tasks/run-application/access-api-from-pod/).
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+class GatherError(Exception):
+    """The objects could not be had; the message says which input and why (one line per problem)."""
+
+
+@dataclass(slots=True)
+class Gathered:
+    objects: ClusterObjects
+    source: str  # "dump cluster.json" or "cluster https://…"
+    live: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def from_dumps(files: Sequence[str]) -> Gathered:
+    """Objects of every dump; any unreadable or invalid file fails the run (an analysis of part of
+    a cluster would misstate free GPUs), naming every problem."""
+    from gpuguard.kube.dump import load_dumps
+
+    load = load_dumps(files)
+    if load.errors:
+        raise GatherError("\n".join(f"{e.file}:{e.line}: {e.message}" if e.line else f"{e.file}: {e.message}"
+                                    for e in load.errors))
+    return Gathered(load.objects, "dump " + ", ".join(load.files), live=False)
+
+
+def context_namespace(kubeconfig: str | None, in_cluster: bool) -> str:
+    """The namespace kubectl would use: the kubeconfig's current context's, the service account's
+    in a pod, else ``default``."""
+    if in_cluster:
+        try:
+            return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or DEFAULT_NAMESPACE
+        except OSError:
+            return DEFAULT_NAMESPACE
+    try:
+        from kubernetes import config as kube_config
+
+        config: Any = kube_config
+        _, active = config.list_kube_config_contexts(config_file=kubeconfig)
+    except Exception:  # no kubeconfig: loading the client reports it
+        return DEFAULT_NAMESPACE
+    namespace = (active or {}).get("context", {}).get("namespace") if isinstance(active, dict) else None
+    return namespace if isinstance(namespace, str) and namespace else DEFAULT_NAMESPACE
+
+
+def from_cluster(kubeconfig: str | None, in_cluster: bool, namespace: str | None) -> Gathered:
+    """List nodes, pods, FailedScheduling events, PriorityClasses, RuntimeClasses and NodePools.
+
+    ``namespace``: where the pods to explain live (events are listed there only); None for all.
+    """
+    from gpuguard.kube.live import LiveError, api_client_from, list_cluster
+
+    try:
+        client = api_client_from(kubeconfig, in_cluster)
+    except Exception as exc:  # ConfigException, missing files, bad YAML: all mean "cannot connect"
+        where = "in-cluster service account" if in_cluster else f"kubeconfig {kubeconfig or '(default)'}"
+        raise GatherError(f"cannot load the {where}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                          ) from None
+    host = str(getattr(client.configuration, "host", "") or "the API server")
+    try:
+        with client:
+            listing = list_cluster(client, namespace)
+    except LiveError as exc:
+        raise GatherError(f"{host}: {exc}") from None
+    return Gathered(listing.objects, f"cluster {host}", live=True, notes=list(listing.notes))
+
+
+def _name_of(obj: Any) -> tuple[str, str]:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def in_name_order(objects: ClusterObjects) -> ClusterObjects:
+    """Nodes and pods sorted by (namespace,) name, so the report does not depend on the order the
+    API server or a dump happened to list them in."""
+    objects.nodes.sort(key=_name_of)
+    objects.pods.sort(key=_name_of)
+    return objects

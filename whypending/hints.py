@@ -1,0 +1,51 @@
+"""What to do about each kind of reason: one short line, shown under the reason in text and HTML.
+
+Facts behind them (../shared/reference/pending-gpus.md): NodeResourcesFit's ``MostAllocated``
+scoring packs nodes (§3, [K-fit]); the NVIDIA device plugin marks devices unhealthy on critical XID
+errors and clears the mark only when it restarts (§4, [N-health]); the scheduler preempts by
+itself, PodDisruptionBudgets are best effort and not in gpuguard's input (§6, [K-dp]); scheduling
+gates are removed by the controller that set them (§1.1, [W-gates]).
+"""
+
+from __future__ import annotations
+
+from policies.pending import diagnose as dg
+
+HINTS: dict[str, str] = {
+    dg.GATED: "the controller that set the gate (Kueue, for example) removes it when it admits the pod",
+    dg.STATIC: "fix the pod spec; `gpuguard rules RULE` explains each rule",
+    dg.INSUFFICIENT: "free GPUs on the nodes listed (see idle holders and preemption), add nodes, "
+    "or ask for fewer GPUs per pod",
+    dg.FRAGMENTATION: "free GPUs are spread over several nodes: move smaller pods off one of the best nodes, "
+    "or pack nodes (NodeResourcesFit scoringStrategy MostAllocated)",
+    dg.UNHEALTHY: "check `kubectl describe node` and the device plugin's log on these nodes (XID errors); "
+    "uncordon nodes that are fit to take work",
+    dg.PLUGIN_DOWN: "check the device plugin pod on these nodes: "
+    "`kubectl get pods -A -o wide --field-selector spec.nodeName=NODE`",
+    dg.IDLE_HOLDERS: "these pods hold GPUs they do not use: stop or scale them down through their owners",
+    dg.PREEMPTIBLE: "the scheduler evicts lower-priority pods by itself; if it does not, a PodDisruptionBudget "
+    "(not in gpuguard's input) may protect them",
+}
+
+
+WAITING_PREFIX = "preemption is under way"  # diagnose's message while victims terminate
+WAITING_HINT = ("room is being made: the victims are within their termination grace period, and the "
+                "scheduler places the pod once they are gone")
+
+
+# policies.pending.fit FitReport.message heads of the two insufficient cases that are not a count
+STRANDED_PREFIX = "no GPU node fits the pod apart from GPUs"
+STRANDED_HINT = ("GPUs are free only on nodes the pod cannot use: each node listed says why "
+                 "(cpu, memory or pod slots, taints, cordon, selector)")
+NO_NODE_PREFIX = "no node offers"
+NO_NODE_HINT = "no node offers the resource: check its name, or add nodes that have it"
+
+
+def hint(kind: str, message: str = "") -> str | None:
+    if kind == dg.PREEMPTIBLE and message.startswith(WAITING_PREFIX):
+        return WAITING_HINT
+    if kind == dg.INSUFFICIENT and message.startswith(STRANDED_PREFIX):
+        return STRANDED_HINT
+    if kind == dg.INSUFFICIENT and message.startswith(NO_NODE_PREFIX):
+        return NO_NODE_HINT
+    return HINTS.get(kind)

@@ -1,0 +1,120 @@
+"""One self-contained HTML file with the look every gpuguard report shares (gpuguard.htmlreport):
+summary tiles, one card per pod with its reasons, evidence and hints, the GPU pools and the notes."""
+
+from __future__ import annotations
+
+from gpuguard.htmlreport import Level, badge, escape, page, section, table, tiles
+from policies.pending import diagnose as dg
+from policies.pending.diagnose import PodDiagnosis
+from whypending.report import Report
+from whypending.views import age, fits_now, pending_since, pod_facts, reason_view
+
+LEVEL: dict[str, Level] = {
+    dg.GATED: "muted",
+    dg.STATIC: "error",
+    dg.SCHEDULER: "info",
+    dg.INSUFFICIENT: "error",
+    dg.FRAGMENTATION: "warning",
+    dg.UNHEALTHY: "error",
+    dg.PLUGIN_DOWN: "error",
+    dg.IDLE_HOLDERS: "warning",
+    dg.PREEMPTIBLE: "info",
+}
+
+
+def _level(kind: str, head: str) -> Level:
+    """A static finding shows its own severity (whypending.static writes it first)."""
+    if kind == dg.STATIC:
+        severity = head.split(" ", 1)[0]
+        if severity == "error":
+            return "error"
+        return "warning" if severity == "warning" else "info"
+    return LEVEL.get(kind, "muted")
+
+
+def _list(items: tuple[str, ...] | list[str]) -> str:
+    return "<ul>" + "".join(f"<li>{escape(i)}</li>" for i in items) + "</ul>" if items else ""
+
+
+def _names(names: tuple[str, ...]) -> str:
+    # node and pod names break at their hyphens otherwise, which reads as two names
+    return "<br>".join(f"<code style=\"white-space:nowrap\">{escape(n)}</code>" for n in names)
+
+
+def _pod_section(report: Report, pd: PodDiagnosis) -> str:
+    since = pending_since(pd)
+    waited = age(since, report.generated)
+    facts = ", ".join(pod_facts(pd))
+    when = f"pending for {waited} (since {since})" if waited else (f"pending since {since}" if since else "")
+    body = f"<p>{escape(facts)}<br><span class=\"muted\">{escape(when)}</span></p>"
+    rows = []
+    for reason in pd.reasons:
+        view = reason_view(report.state, pd, reason)
+        text = f"<p>{escape(view.head)}</p>{_list(view.items)}"
+        if view.hint:
+            text += f"<p class=\"muted\">&rarr; {escape(view.hint)}</p>"
+        rows.append([badge(view.kind, _level(view.kind, view.head)), text, _names(reason.nodes),
+                     _names(reason.pods)])
+    room = fits_now(pd)
+    if room:
+        rows.append([badge("fits now", "ok"), f"<p>{escape(room)}</p>", "", ""])
+    elif not rows:
+        rows.append([badge("unknown", "muted"), "<p>no reason found in the input</p>", "", ""])
+    body += table(["reason", "what and why", "nodes", "pods"], rows)
+    return section(pd.pod.key, body, anchor=f"pod-{pd.pod.key}")
+
+
+def _pools(report: Report) -> str:
+    pools = report.diagnosis.pools
+    if not pools:
+        return section("GPU pools", "<p>No node advertises or is labelled with GPUs.</p>", anchor="pools")
+    idle_known = any(p.idle is not None for p in pools)
+    headers = ["pool", "resource", "nodes", "allocatable", "allocated", "reserved", "free",
+               *(["idle"] if idle_known else []), "unhealthy", "unavailable nodes"]
+    rows = []
+    for view in pools:
+        p = view.pool
+        free = badge(str(p.free), "ok" if p.free else "muted")
+        idle = [badge(str(view.idle), "warning" if view.idle else "muted") if view.idle is not None else "&ndash;"
+                ] if idle_known else []
+        unhealthy = badge(str(p.unhealthy), "error") if p.unhealthy else "0"
+        unavailable = badge(str(p.unavailable_nodes), "warning") if p.unavailable_nodes else "0"
+        rows.append([escape(p.name), f"<code>{escape(p.resource)}</code>", str(p.nodes), str(p.allocatable),
+                     str(p.allocated), str(p.reserved), free, *idle, unhealthy, unavailable])
+    caption = "reserved: held for pods nominated by preemption; unavailable: cordoned or NotReady nodes"
+    return section("GPU pools", table(headers, rows, caption=caption), anchor="pools")
+
+
+def _tiles(report: Report) -> str:
+    pools = report.diagnosis.pools
+    allocatable = sum(p.pool.allocatable for p in pools)
+    free = sum(p.pool.free for p in pools)
+    waiting = len(report.pods) - report.gated
+    items = [
+        ("pending GPU pods (not gated)", str(waiting), "error" if waiting else "ok"),
+        ("gated pods", str(report.gated), "muted"),
+        ("GPUs free / allocatable", f"{free} / {allocatable}", "info"),
+    ]
+    if any(p.idle is not None for p in pools):
+        idle = sum(p.idle or 0 for p in pools)
+        items.append(("GPUs held but idle", str(idle), "warning" if idle else "ok"))
+    out_of_service = sum(p.pool.unhealthy for p in pools)
+    items.append(("GPUs unhealthy", str(out_of_service), "error" if out_of_service else "ok"))
+    return tiles(items)
+
+
+def render(report: Report) -> str:
+    body = _tiles(report)
+    overview = (f"<p>{escape(report.input_line())}</p><p>{escape(report.utilization_line())}</p>")
+    if report.pods:
+        links = ", ".join(f"<a href=\"#pod-{escape(pd.pod.key.replace('/', '-'))}\">{escape(pd.pod.key)}</a>"
+                          for pd in report.pods)
+        overview += f"<p>Pods: {links}</p>"
+    body += section(report.headline()[:1].upper() + report.headline()[1:], overview, anchor="overview")
+    body += "".join(_pod_section(report, pd) for pd in report.pods)
+    body += _pools(report)
+    notes = report.all_notes()
+    if notes:
+        body += section("Notes", _list(notes), anchor="notes")
+    subtitle = f"{report.source} · {report.scope.describe()} · {report.generated.strftime('%Y-%m-%d %H:%M:%S UTC')}"
+    return page("gpuguard why-pending", subtitle, body)
