@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "lint": ("linter.cmd_lint", "lint Kubernetes manifests for GPU problems"),
     "rules": ("linter.cmd_rules", "list the rules, or show one rule's documentation"),
     "explain-image": ("linter.cmd_explain_image", "show an image's CUDA version and which nodes can run it"),
+    "audit": ("audit.cmd_audit", "judge workloads that already exist (dumps or a live cluster) and planned changes"),
     "serve": ("webhook.cmd_serve", "run the validating/mutating admission webhook over TLS"),
     "webhook-config": ("webhook.cmd_webhook_config", "print the webhook configurations for a policy config"),
     "certs": ("certs.cmd_certs", "create a CA and serving certificate for the webhook"),

@@ -1,11 +1,9 @@
-"""One look for gpuguard's HTML reports: whole, self-contained pages (inline CSS, no scripts, no
-external assets), so a report can be mailed, attached to a ticket or opened offline.
+"""One look for gpuguard's HTML reports (``gpuguard audit --format html``, ``gpuguard why-pending``).
 
-Every function returns HTML text.  Only :func:`escape` turns text into HTML; table cells, section
-bodies and page bodies are HTML already, so callers escape what they put in them.
-
-Provisional copy written for ``gpuguard why-pending``; the audit report owns this module and its API
-(``escape``, ``page``, ``section``, ``table``, ``badge``, ``tiles``) is shared between the two.
+Every page is one self-contained file: inline CSS, no scripts, fonts, images or other external
+assets, so it works offline, attached to a change ticket or opened from a CI artifact, and prints.
+Builders return HTML fragments; ``escape`` every piece of text that comes from the cluster (cells
+are HTML, so callers escape their text and may nest badges in them).
 """
 
 from __future__ import annotations
@@ -16,49 +14,60 @@ from collections.abc import Sequence
 from typing import Literal
 
 Level = Literal["error", "warning", "info", "ok", "muted"]
-LEVELS: tuple[str, ...] = ("error", "warning", "info", "ok", "muted")
+LEVELS: tuple[Level, ...] = ("error", "warning", "info", "ok", "muted")
 
 _CSS = """
-:root{--fg:#1d2330;--muted:#5f6b7a;--line:#dde2ea;--bg:#f6f7fa;--card:#fff;
---error:#b42318;--error-bg:#fdecea;--warning:#9a5b00;--warning-bg:#fff4e0;--info:#175cd3;--info-bg:#e8f0fe;
---ok:#067647;--ok-bg:#e6f6ee;--muted-bg:#eef0f3}
-*{box-sizing:border-box}
-body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,
-"DejaVu Sans",sans-serif}
-header{background:#1d2330;color:#fff;padding:20px 32px}
-header h1{margin:0;font-size:22px;font-weight:600}
-header p{margin:4px 0 0;color:#c9d1dc;font-size:14px}
-main{padding:20px 32px 40px;max-width:1400px}
-section{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:16px 20px;margin:0 0 18px}
-section h2{margin:0 0 12px;font-size:18px}
-section h3{margin:14px 0 6px;font-size:15px}
-table{border-collapse:collapse;width:100%;font-size:14px}
-caption{text-align:left;color:var(--muted);padding:0 0 6px;font-size:13px}
-th,td{border-bottom:1px solid var(--line);padding:6px 8px;text-align:left;vertical-align:top}
-th{background:var(--bg);font-weight:600;white-space:nowrap}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:13px}
-ul{margin:4px 0;padding-left:20px}
-p{margin:6px 0}
-.muted{color:var(--muted)}
-.badge{display:inline-block;border-radius:10px;padding:1px 9px;font-size:12px;font-weight:600;white-space:nowrap}
-.badge.error{color:var(--error);background:var(--error-bg)}
-.badge.warning{color:var(--warning);background:var(--warning-bg)}
-.badge.info{color:var(--info);background:var(--info-bg)}
-.badge.ok{color:var(--ok);background:var(--ok-bg)}
-.badge.muted{color:var(--muted);background:var(--muted-bg)}
-.tiles{display:flex;flex-wrap:wrap;gap:12px;margin:0 0 18px}
-.tile{background:var(--card);border:1px solid var(--line);border-left:5px solid var(--muted);border-radius:8px;
-padding:10px 16px;min-width:160px}
-.tile .value{font-size:26px;font-weight:700}
-.tile .label{color:var(--muted);font-size:13px}
-.tile.error{border-left-color:var(--error)}.tile.error .value{color:var(--error)}
-.tile.warning{border-left-color:var(--warning)}.tile.warning .value{color:var(--warning)}
-.tile.info{border-left-color:var(--info)}.tile.info .value{color:var(--info)}
-.tile.ok{border-left-color:var(--ok)}.tile.ok .value{color:var(--ok)}
-footer{color:var(--muted);font-size:12px;padding:0 32px 24px}
-@media print{body{background:#fff}section{break-inside:avoid}}
+:root {
+  --fg: #1d2430; --muted: #5f6b7a; --line: #d9dee5; --bg: #ffffff; --panel: #f5f7fa;
+  --error: #b42318; --error-bg: #fee4e2; --warning: #935f00; --warning-bg: #fef0c7;
+  --info: #175cd3; --info-bg: #d1e9ff; --ok: #067647; --ok-bg: #d1fadf; --muted-bg: #eaecf0;
+}
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--fg);
+  font: 14px/1.45 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Liberation Sans", sans-serif; }
+header { padding: 20px 32px 16px; border-bottom: 4px solid var(--fg); background: var(--panel); }
+header h1 { margin: 0 0 4px; font-size: 22px; }
+header p { margin: 0; color: var(--muted); }
+main { padding: 8px 32px 40px; max-width: 1600px; }
+section { margin-top: 28px; }
+section h2 { font-size: 17px; margin: 0 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
+section h3 { font-size: 15px; margin: 18px 0 8px; }
+p.note { color: var(--muted); margin: 6px 0; }
+.tiles { display: flex; flex-wrap: wrap; gap: 12px; margin-top: 18px; }
+.tile { min-width: 150px; padding: 12px 16px; border-radius: 8px; border: 1px solid var(--line);
+  border-left-width: 6px; background: var(--bg); }
+.tile .value { font-size: 26px; font-weight: 700; }
+.tile .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
+.tile.error { border-left-color: var(--error); } .tile.error .value { color: var(--error); }
+.tile.warning { border-left-color: var(--warning); } .tile.warning .value { color: var(--warning); }
+.tile.info { border-left-color: var(--info); } .tile.info .value { color: var(--info); }
+.tile.ok { border-left-color: var(--ok); } .tile.ok .value { color: var(--ok); }
+.tile.muted { border-left-color: var(--line); }
+.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600;
+  white-space: nowrap; }
+.badge.error { color: var(--error); background: var(--error-bg); }
+.badge.warning { color: var(--warning); background: var(--warning-bg); }
+.badge.info { color: var(--info); background: var(--info-bg); }
+.badge.ok { color: var(--ok); background: var(--ok-bg); }
+.badge.muted { color: var(--muted); background: var(--muted-bg); }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; width: 100%; margin: 6px 0 12px; font-size: 13px; }
+caption { text-align: left; color: var(--muted); padding: 4px 0; caption-side: top; }
+th, td { border: 1px solid var(--line); padding: 6px 8px; text-align: left; vertical-align: top; }
+th { background: var(--panel); font-weight: 600; position: sticky; top: 0; }
+tbody tr:nth-child(even) td { background: #fafbfc; }
+td small, th small { color: var(--muted); font-weight: normal; display: block; }
+code { font: 12px/1.4 ui-monospace, "SFMono-Regular", Menlo, Consolas, "Liberation Mono", monospace;
+  background: var(--panel); padding: 0 3px; border-radius: 3px; }
+small code { overflow-wrap: anywhere; }
+td:first-child { white-space: nowrap; }
+footer { padding: 16px 32px; color: var(--muted); border-top: 1px solid var(--line); font-size: 12px; }
+@media print {
+  header { background: none; } th { position: static; } .scroll { overflow: visible; }
+  section { break-inside: avoid-page; }
+}
 """
+
 
 _ANCHOR = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -68,44 +77,43 @@ def escape(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _level(level: str) -> str:
-    return level if level in LEVELS else "muted"
-
-
 def page(title: str, subtitle: str, body: str) -> str:
-    """A whole HTML document: ``title`` and ``subtitle`` are text, ``body`` is HTML."""
+    """A whole HTML document (``title`` and ``subtitle`` are text, ``body`` is HTML)."""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         f"<title>{escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
         f"<header><h1>{escape(title)}</h1><p>{escape(subtitle)}</p></header>\n"
-        f"<main>\n{body}\n</main>\n<footer>generated by gpuguard</footer>\n</body>\n</html>\n"
+        f"<main>\n{body}\n</main>\n"
+        "<footer>Generated by gpuguard. This page is self-contained: it loads nothing from the network.</footer>\n"
+        "</body>\n</html>\n"
     )
 
 
 def section(title: str, body: str, *, anchor: str | None = None) -> str:
-    """A titled card; ``anchor`` becomes its id (characters outside [A-Za-z0-9_.-] become '-')."""
-    ident = f" id=\"{escape(_ANCHOR.sub('-', anchor))}\"" if anchor else ""
+    """A titled section; ``anchor`` becomes its id (characters outside [A-Za-z0-9_.-] become '-')."""
+    ident = f' id="{escape(_ANCHOR.sub("-", anchor))}"' if anchor else ""
     return f"<section{ident}>\n<h2>{escape(title)}</h2>\n{body}\n</section>\n"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, caption: str | None = None) -> str:
-    """A table; ``headers`` and ``caption`` are text, cells are HTML."""
+    """A table; ``headers`` are text, cells are HTML."""
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>\n" for row in rows)
     cap = f"<caption>{escape(caption)}</caption>" if caption else ""
-    return f"<table>{cap}<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody></table>\n"
+    return f'<div class="scroll"><table>{cap}<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody></table></div>\n'
 
 
 def badge(text: str, level: Level) -> str:
-    return f"<span class=\"badge {_level(level)}\">{escape(text)}</span>"
+    css = level if level in LEVELS else "muted"
+    return f'<span class="badge {css}">{escape(text)}</span>'
 
 
 def tiles(items: Sequence[tuple[str, str, str]]) -> str:
-    """Summary tiles of (label, value, level); label and value are text."""
-    cells = "".join(
-        f"<div class=\"tile {_level(level)}\"><div class=\"value\">{escape(value)}</div>"
-        f"<div class=\"label\">{escape(label)}</div></div>"
-        for label, value, level in items
-    )
-    return f"<div class=\"tiles\">{cells}</div>\n"
+    """Summary tiles: (label, value, level) each."""
+    out = []
+    for label, value, level in items:
+        css = level if level in LEVELS else "muted"
+        out.append(f'<div class="tile {css}"><div class="value">{escape(value)}</div>'
+                   f'<div class="label">{escape(label)}</div></div>')
+    return '<div class="tiles">' + "".join(out) + "</div>\n"

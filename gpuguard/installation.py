@@ -1,6 +1,6 @@
 """Check that the generic top-level import packages gpuguard installs are really gpuguard's.
 
-gpuguard keeps the top-level packages it was specified with (``policies``, ``linter``,
+gpuguard keeps the top-level packages it was specified with (``policies``, ``linter``, ``audit``,
 ``webhook``, ``certs``) instead of one ``gpuguard.*`` namespace: a setuptools ``package-dir``
 mapping would make editable installs resolve imports through an import hook, which static type
 checkers cannot follow (mypy#13392; mesonbuild/meson-python discussion #821: editable installs
@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-OWN_PACKAGES = ("gpuguard", "policies", "linter", "webhook", "certs", "whypending")
+OWN_PACKAGES = ("gpuguard", "policies", "linter", "webhook", "certs", "audit", "whypending")
 
 
 def foreign_packages() -> list[str]:

@@ -397,12 +397,23 @@ def flatten(objects: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]
     for obj in objects:
         if not isinstance(obj, Mapping):
             continue
-        if obj.get("kind") == "List" or str(obj.get("kind", "")).endswith("List"):
+        kind = str(obj.get("kind", ""))
+        if kind.endswith("List"):
             items = obj.get("items")
             if isinstance(items, list):
+                # The API server's typed lists (NodeList, ...) hold items without kind or apiVersion.
+                item_kind = kind[: -len("List")]
+                if item_kind:
+                    items = [_with_kind(i, item_kind, obj.get("apiVersion")) for i in items]
                 yield from flatten(items)
             continue
         yield obj
+
+
+def _with_kind(item: Any, kind: str, api_version: Any) -> Any:
+    if not isinstance(item, Mapping) or item.get("kind"):
+        return item
+    return {**item, "kind": kind, "apiVersion": item.get("apiVersion") or api_version}
 
 
 def str_map(value: Any) -> dict[str, str]:

@@ -66,6 +66,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how often to check the certificate files for rotation (default: 10)",
     )
     parser.add_argument(
+        "--audit-interval",
+        metavar="DURATION",
+        help="also audit the cluster every DURATION (e.g. 1h) and publish PolicyReports per namespace; needs "
+        "--in-cluster or --kubeconfig and the RBAC of deploy/audit (default: off)",
+    )
+    parser.add_argument(
+        "--audit-reports",
+        choices=("policyreport", "openreports"),
+        default="policyreport",
+        help="the report API of --audit-interval: wgpolicyk8s.io/v1alpha2 PolicyReports or openreports.io/v1alpha1 "
+        "Reports (default: policyreport)",
+    )
+    parser.add_argument(
         "--log-level", default="info", choices=("debug", "info", "warning", "error"), help="(default: info)"
     )
 
@@ -116,6 +129,18 @@ def run(args: argparse.Namespace) -> int:
     if args.config_reload_interval <= 0:
         log.error("--config-reload-interval must be positive")
         return 2
+    audit_interval = None
+    if args.audit_interval is not None:
+        from webhook.periodic_audit import parse_interval
+
+        try:
+            audit_interval = parse_interval(args.audit_interval)
+        except ValueError as exc:
+            log.error("--audit-interval: %s", exc)
+            return 2
+        if not (args.in_cluster or args.kubeconfig):
+            log.error("--audit-interval lists the cluster's workloads: it needs --in-cluster or --kubeconfig")
+            return 2
     try:
         config = load_config_file(args.config)[0] if args.config else Config()
         snapshot = load_cluster_facts(args.cluster) if args.cluster else None
@@ -172,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
         limits=ConnectionLimits(
             head_timeout=args.request_timeout, body_timeout=args.request_timeout, max_connections=args.max_connections
         ),
+        audit_interval=audit_interval,
+        audit_reports=args.audit_reports,
     )
     try:
         return serve(options)

@@ -53,6 +53,8 @@ class ServeOptions:
     health_port: int | None = None  # plain-HTTP /healthz, /readyz and /metrics
     health_host: str | None = None  # default: the webhook's host
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    audit_interval: float | None = None  # seconds between periodic audits (the first worker runs them)
+    audit_reports: str = "policyreport"
 
 
 class _Quiet(uvicorn.Server):
@@ -144,7 +146,9 @@ def run_app(
     return bool(server.started)
 
 
-def run_worker(options: ServeOptions, sock: socket.socket, health_sock: socket.socket | None = None) -> int:
+def run_worker(
+    options: ServeOptions, sock: socket.socket, health_sock: socket.socket | None = None, index: int = 0
+) -> int:
     facts = options.facts_factory()
     metrics = Metrics()
     reloading: ReloadingConfig | None = None
@@ -158,13 +162,28 @@ def run_worker(options: ServeOptions, sock: socket.socket, health_sock: socket.s
         source = reloading
     app = create_app(source, facts, metrics=metrics, max_body_bytes=options.max_body_bytes)
     health = (create_health_app(facts, metrics), health_sock) if health_sock is not None else None
+    audit = _periodic_audit(options, facts, source) if index == 0 else None
     try:
         started = run_app(app, options, sock, metrics, health=health, config=reloading)
     finally:
+        if audit is not None:
+            audit.stop()
         stop = getattr(facts, "stop", None)
         if callable(stop):
             stop()
     return 0 if started else 1
+
+
+def _periodic_audit(options: ServeOptions, facts: FactsProvider, config: ConfigSource) -> Any:
+    """The background audit of ``--audit-interval``, on the live facts' API client (worker 0 only)."""
+    if options.audit_interval is None or not hasattr(facts, "api_client"):
+        return None
+    from gpuguard.audit.policyreport import Flavour
+    from webhook.periodic_audit import PeriodicAudit
+
+    live: Any = facts
+    flavour: Flavour = "openreports" if options.audit_reports == "openreports" else "policyreport"
+    return PeriodicAudit(options.audit_interval, facts, config, lambda: live.api_client, flavour).start()
 
 
 def serve(options: ServeOptions) -> int:
@@ -178,12 +197,12 @@ def serve(options: ServeOptions) -> int:
     if options.workers <= 1:
         return run_worker(options, sock, health_sock)
     children: list[int] = []
-    for _ in range(options.workers):
+    for index in range(options.workers):
         pid = os.fork()
         if pid == 0:
             code = 1
             try:
-                code = run_worker(options, sock, health_sock)
+                code = run_worker(options, sock, health_sock, index)
             except BaseException:
                 log.exception("worker failed")
             finally:

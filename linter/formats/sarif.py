@@ -15,24 +15,12 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
+from gpuguard.sarif import LEVEL, SCHEMA, log, rule_index
 from linter.artifacts import Place, Placer
 from linter.report import Report
-from policies.registry import RULES
-from policies.rule import rule_doc
-from policies.types import Severity
 
-SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+__all__ = ["LEVEL", "SCHEMA", "artifact_uri", "as_dict", "render"]
 STDIN_URI = "stdin"
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("gpuguard")
-    except PackageNotFoundError:
-        return "0.0.0"
 
 
 def artifact_uri(file: str) -> str:
@@ -44,21 +32,6 @@ def artifact_uri(file: str) -> str:
     except ValueError:  # another drive on Windows
         rel = str(path.resolve())
     return quote(Path(rel).as_posix())
-
-
-def _rule(rule_id: str) -> dict[str, Any]:
-    module = RULES[rule_id]
-    doc = rule_doc(module)
-    first = doc.split("\n\n", 1)[0].replace("\n", " ")
-    return {
-        "id": rule_id,
-        "name": "".join(part.capitalize() for part in rule_id.split("-")),
-        "shortDescription": {"text": module.SUMMARY},
-        "fullDescription": {"text": first},
-        "help": {"text": f"{doc}\n\nRemediation: {module.REMEDIATION}"},
-        "defaultConfiguration": {"level": LEVEL[module.DEFAULT_SEVERITY]},
-        "properties": {"needsFacts": module.NEEDS_FACTS, "fixable": bool(module.FIXABLE)},
-    }
 
 
 def _location(place: Place) -> dict[str, Any]:
@@ -79,8 +52,7 @@ def _helm(place: Place) -> dict[str, Any]:
 
 
 def as_dict(report: Report) -> dict[str, Any]:
-    rule_ids = list(RULES)
-    index = {rid: i for i, rid in enumerate(rule_ids)}
+    index = rule_index()
     placer = Placer(report)
     results = []
     for f in report.findings:
@@ -121,28 +93,7 @@ def as_dict(report: Report) -> dict[str, Any]:
         if place.rendered:
             notification["properties"] = {"helm": _helm(place)}
         notifications.append(notification)
-    return {
-        "$schema": SCHEMA,
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "gpuguard",
-                        "version": _version(),
-                        "rules": [_rule(rid) for rid in rule_ids],
-                    }
-                },
-                "invocations": [
-                    {
-                        "executionSuccessful": not notifications,
-                        "toolExecutionNotifications": notifications,
-                    }
-                ],
-                "results": results,
-            }
-        ],
-    }
+    return log(results, notifications)
 
 
 def render(report: Report, stream: TextIO) -> None:

@@ -484,7 +484,7 @@ def test_dockerfile_matches_the_deployment() -> None:
     (container,) = pod["containers"]
     assert container["command"] == ["gpuguard"] and 'ENTRYPOINT ["gpuguard"]' in dockerfile
     assert container["image"].startswith("ghcr.io/gpuguard/gpuguard:")  # its tag: tests/deploy/test_lock_and_image.py
-    for package in ("gpuguard", "policies", "linter", "webhook", "certs", "whypending"):
+    for package in ("gpuguard", "policies", "linter", "webhook", "certs", "audit", "whypending"):
         assert f"COPY {package} ./{package}" in dockerfile
 
 

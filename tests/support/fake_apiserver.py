@@ -5,10 +5,18 @@ resource versions (an ERROR event with code 410, as etcd compaction produces), c
 with HTTP 500 or refuse them with 403, and pages lists with ``limit``/``continue``.  Resources are
 registered in ``PATHS``/``TYPE_META``/``LIST_META``; tests may register more before starting a server.
 
-Namespaced resources (pods, events) are served cluster-wide (``/api/v1/pods``) and per namespace
-(``/api/v1/namespaces/NS/pods``), keyed ``namespace/name``, and honour equality field selectors
-(``a.b=c``, ``a.b==c``, ``a.b!=c``, comma-separated) on the fields the API server supports for
-them; an unsupported field is a 400, as the API server answers.
+Namespaced resources (pods, events, workloads) are served cluster-wide (``/api/v1/pods``,
+``/apis/apps/v1/deployments``) and per namespace (``/api/v1/namespaces/NS/pods``), keyed
+``namespace/name``, and honour equality field selectors (``a.b=c``, ``a.b==c``, ``a.b!=c``,
+comma-separated) on the fields the API server supports for them; an unsupported field is a 400, as
+the API server answers.  Lists honour equality label selectors (``labelSelector=k=v``).
+
+Discovery is served as the API server serves it (k8s.io/apimachinery pkg/apis/meta/v1 types.go):
+``/api`` (APIVersions), ``/api/v1`` and ``/apis/GROUP/VERSION`` (APIResourceList with name, kind,
+namespaced, verbs) and ``/apis`` (APIGroupList with versions and preferredVersion), listing the
+served resources that are not ``absent``.  Objects can be read by name (GET), created (POST: 201,
+or 409 AlreadyExists) and replaced (PUT: 409 Conflict unless ``metadata.resourceVersion`` is the
+stored one), which the audit's report publishing uses; ``writes`` records each write.
 """
 
 from __future__ import annotations
@@ -33,7 +41,24 @@ PATHS: dict[str, str] = {
     "/api/v1/events": "events",
     "/apis/scheduling.k8s.io/v1/priorityclasses": "priorityclasses",
 }
-NAMESPACED = frozenset({"pods", "events"})
+# Workload kinds (for the audit), a CRD kind among them, and the policy report kinds:
+# resource -> (group, version, kind, namespaced).
+MORE_RESOURCES: dict[str, tuple[str, str, str, bool]] = {
+    "deployments": ("apps", "v1", "Deployment", True),
+    "replicasets": ("apps", "v1", "ReplicaSet", True),
+    "statefulsets": ("apps", "v1", "StatefulSet", True),
+    "daemonsets": ("apps", "v1", "DaemonSet", True),
+    "jobs": ("batch", "v1", "Job", True),
+    "cronjobs": ("batch", "v1", "CronJob", True),
+    "pytorchjobs": ("kubeflow.org", "v1", "PyTorchJob", True),
+    "policyreports": ("wgpolicyk8s.io", "v1alpha2", "PolicyReport", True),
+    "clusterpolicyreports": ("wgpolicyk8s.io", "v1alpha2", "ClusterPolicyReport", False),
+    "reports": ("openreports.io", "v1alpha1", "Report", True),
+    "clusterreports": ("openreports.io", "v1alpha1", "ClusterReport", False),
+}
+for _res, (_group, _version, _kind, _ns) in MORE_RESOURCES.items():
+    PATHS[f"/apis/{_group}/{_version}/{_res}"] = _res
+NAMESPACED = frozenset({"pods", "events", *(r for r, info in MORE_RESOURCES.items() if info[3])})
 # What a server serves unless told otherwise (the webhook's facts); ALL_RESOURCES adds the rest.
 DEFAULT_RESOURCES = ("nodes", "runtimeclasses", "nodepools")
 TYPE_META: dict[str, dict[str, str]] = {
@@ -52,9 +77,14 @@ LIST_META: dict[str, dict[str, str]] = {
     "events": {"apiVersion": "v1", "kind": "EventList"},
     "priorityclasses": {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClassList"},
 }
+for _res, (_group, _version, _kind, _ns) in MORE_RESOURCES.items():
+    TYPE_META[_res] = {"apiVersion": f"{_group}/{_version}", "kind": _kind}
+    LIST_META[_res] = {"apiVersion": f"{_group}/{_version}", "kind": f"{_kind}List"}
 ALL_RESOURCES = tuple(TYPE_META)
 # Resources of CRDs: answered with 404 until the test "installs" the CRD (``absent.discard``).
-OPTIONAL = frozenset({"nodepools"})
+OPTIONAL = frozenset({"nodepools", "pytorchjobs", "policyreports", "clusterpolicyreports", "reports",
+                      "clusterreports"})
+VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 # Field selectors the API server accepts per resource (pkg/registry/core/pod/strategy.go
 # PodToSelectableFields, pkg/registry/core/event/strategy.go ToSelectableFields; subset).
 FIELD_LABELS: dict[str, frozenset[str]] = {
@@ -188,6 +218,8 @@ class FakeApiServer:
         self.watch_queries: list[dict[str, list[str]]] = []
         self.watch_log: list[tuple[str, int]] = []  # (resource, resourceVersion) of each watch
         self.absent: set[str] = set(OPTIONAL)  # CRDs not installed
+        self.verbs: dict[str, tuple[str, ...]] = {}  # discovery verbs per resource (default VERBS)
+        self.writes: list[tuple[str, str, str]] = []  # (POST | PUT, resource, key) of each write
         self.closing = False
         self.port = 0
 
@@ -238,6 +270,7 @@ class FakeApiServer:
         token: str | None,
         namespace: str | None = None,
         field_selector: str = "",
+        label_selector: str = "",
     ) -> tuple[int, dict[str, Any]]:
         with self.cond:
             scope = f"{resource}@{namespace}" if namespace else resource
@@ -268,6 +301,10 @@ class FakeApiServer:
                     continue
                 if any((_field(stored, k) == v) != eq for k, v, eq in terms):
                     continue
+                labels = stored["metadata"].get("labels") or {}
+                if any(labels.get(k) != v for k, _, v in (t.partition("=") for t in filter(None,
+                                                                                         label_selector.split(",")))):
+                    continue
                 item = copy.deepcopy(stored)
                 item.pop("kind", None)  # the API server omits TypeMeta on list items
                 item.pop("apiVersion", None)
@@ -278,6 +315,72 @@ class FakeApiServer:
             if end < len(items):
                 meta["continue"] = str(end)
             return 200, {**LIST_META[resource], "metadata": meta, "items": items[start:end]}
+
+    # --- discovery and single objects (request side) ---
+    def _installed(self) -> list[str]:
+        return [r for r in self.served if r not in self.absent]
+
+    def api_resource_list(self, group: str, version: str) -> dict[str, Any] | None:
+        with self.cond:
+            found = []
+            for resource in sorted(self._installed()):
+                g, _, v = TYPE_META[resource]["apiVersion"].rpartition("/")
+                if (g, v) == (group, version):
+                    found.append({"name": resource, "singularName": "", "namespaced": resource in NAMESPACED,
+                                  "kind": TYPE_META[resource]["kind"], "verbs": list(self.verbs.get(resource, VERBS))})
+        if not found:
+            return None
+        group_version = f"{group}/{version}" if group else version
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": found}
+
+    def api_group_list(self) -> dict[str, Any]:
+        with self.cond:
+            versions: dict[str, list[str]] = {}
+            for resource in self._installed():
+                g, _, v = TYPE_META[resource]["apiVersion"].rpartition("/")
+                if g and v not in versions.setdefault(g, []):
+                    versions[g].append(v)
+        groups = [{"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs],
+                   "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]}}
+                  for g, vs in sorted(versions.items())]
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+    def get_object(self, resource: str, key: str) -> tuple[int, dict[str, Any]]:
+        with self.cond:
+            stored = self.objects[resource].get(key)
+            if stored is None:
+                return 404, _status(404, "NotFound", f'{resource} "{key.rpartition("/")[2]}" not found')
+            return 200, copy.deepcopy(stored)
+
+    def write_object(self, method: str, resource: str, namespace: str | None, obj: dict[str, Any],
+                     name: str | None = None) -> tuple[int, dict[str, Any]]:
+        """POST (create) or PUT (replace) with the API server's conflict rules."""
+        meta = obj.setdefault("metadata", {})
+        if namespace:
+            meta["namespace"] = namespace
+        if name is not None and meta.get("name") != name:
+            return 400, _status(400, "BadRequest", "the name of the object does not match the name on the URL")
+        key = _key(resource, obj)
+        with self.cond:
+            existing = self.objects[resource].get(key)
+            if method == "POST" and existing is not None:
+                return 409, _status(409, "AlreadyExists", f'{resource} "{meta.get("name")}" already exists')
+            if method == "PUT":
+                if existing is None:
+                    return 404, _status(404, "NotFound", f'{resource} "{name}" not found')
+                if meta.get("resourceVersion") != existing["metadata"]["resourceVersion"]:
+                    return 409, _status(409, "Conflict", f'Operation cannot be fulfilled on {resource} "{name}": '
+                                        "the object has been modified; please apply your changes to the latest "
+                                        "version and try again")
+                meta["uid"] = existing["metadata"]["uid"]
+                meta["creationTimestamp"] = existing["metadata"]["creationTimestamp"]
+            else:
+                meta["uid"] = f"uid-{resource}-{key}"
+                meta["creationTimestamp"] = "2026-11-30T12:00:00Z"
+            obj.update(TYPE_META[resource])
+            self.writes.append((method, resource, key))
+            self.put(resource, obj)
+            return (201 if method == "POST" else 200), copy.deepcopy(self.objects[resource][key])
 
     def _pending(self, history: list[Any], seen: int, deadline: float) -> bool:
         return self.closing or len(history) > seen or time.monotonic() > deadline
@@ -304,6 +407,40 @@ class FakeApiServer:
                     return
 
 
+def _status(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": reason,
+            "code": code, "message": message}
+
+
+def _by_path() -> dict[tuple[str, str, str], str]:
+    """(group, version, plural) -> resource name, for every registered resource."""
+    out = {}
+    for resource, meta in TYPE_META.items():
+        group, _, version = meta["apiVersion"].rpartition("/")
+        out[(group, version, resource)] = resource
+    return out
+
+
+def parse_path(path: str) -> tuple[str, str | None, str | None] | None:
+    """(resource, namespace, name) of a resource path, or None."""
+    parts = path.strip("/").split("/")
+    if parts[:2] == ["api", "v1"]:
+        group, version, rest = "", "v1", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 4:
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    namespace = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = unquote(rest[1]), rest[2:]
+    if not 1 <= len(rest) <= 2:
+        return None
+    resource = _by_path().get((group, version, rest[0]))
+    if resource is None or (namespace is not None and resource not in NAMESPACED):
+        return None
+    return resource, namespace, unquote(rest[1]) if len(rest) == 2 else None
+
+
 def make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -320,14 +457,66 @@ def make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def _route(self, path: str) -> tuple[str | None, str | None]:
-            parts = path.split("/")
-            # /api/v1/namespaces/NS/RESOURCE
-            if len(parts) == 6 and parts[:4] == ["", "api", "v1", "namespaces"] and parts[5] in NAMESPACED:
-                return parts[5], unquote(parts[4])
+            parsed = parse_path(path)
+            if parsed is not None and parsed[2] is None:
+                return parsed[0], parsed[1]
             return PATHS.get(path), None
+
+        def _discovery(self, path: str) -> bool:
+            parts = path.strip("/").split("/")
+            if parts == ["api"]:
+                self._json(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []})
+            elif parts == ["apis"]:
+                self._json(200, api.api_group_list())
+            elif parts == ["api", "v1"] or (len(parts) == 3 and parts[0] == "apis"):
+                group, version = ("", "v1") if parts[0] == "api" else (parts[1], parts[2])
+                found = api.api_resource_list(group, version)
+                self._json(200, found) if found else self._json(404, _status(404, "NotFound", "not found"))
+            else:
+                return False
+            return True
+
+        def _body(self) -> dict[str, Any] | None:
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                body = json.loads(self.rfile.read(length))
+            except ValueError:
+                return None
+            return body if isinstance(body, dict) else None
+
+        def _write(self, method: str) -> None:
+            body = self._body()  # read it whatever the answer: the connection is kept alive
+            parsed = parse_path(urlsplit(self.path).path)
+            if parsed is None or parsed[0] not in api.served or parsed[0] in api.absent:
+                self._json(404, _status(404, "NotFound", "the server could not find the requested resource"))
+                return
+            resource, namespace, name = parsed
+            if (method == "POST") == (name is not None):
+                self._json(405, _status(405, "MethodNotAllowed", f"{method} is not allowed here"))
+                return
+            if body is None:
+                self._json(400, _status(400, "BadRequest", "the body is not a JSON object"))
+                return
+            self._json(*api.write_object(method, resource, namespace, body, name))
+
+        def do_POST(self) -> None:
+            self._write("POST")
+
+        def do_PUT(self) -> None:
+            self._write("PUT")
 
         def do_GET(self) -> None:
             url = urlsplit(self.path)
+            if self._discovery(url.path):
+                return
+            parsed = parse_path(url.path)
+            if parsed is not None and parsed[2] is not None:  # one object by name
+                wanted, in_namespace, name = parsed
+                if wanted not in api.served or wanted in api.absent:
+                    self._json(404, _status(404, "NotFound", "the server could not find the requested resource"))
+                    return
+                self._json(*api.get_object(wanted, f"{in_namespace}/{name}" if in_namespace else str(name)))
+                return
             resource, namespace = self._route(url.path)
             if resource is not None and resource in api.absent:
                 with api.cond:
@@ -343,9 +532,10 @@ def make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 limit = int(query["limit"][0]) if "limit" in query else None
                 token = query.get("continue", [None])[0]
                 selector = query.get("fieldSelector", [""])[0]
+                labels = query.get("labelSelector", [""])[0]
                 with api.cond:
                     api.list_queries.append((resource, namespace, query))
-                self._json(*api.list_page(resource, limit, token, namespace, selector))
+                self._json(*api.list_page(resource, limit, token, namespace, selector, labels))
 
         def _watch(self, resource: str, query: dict[str, list[str]]) -> None:
             with api.cond:

@@ -1,0 +1,1 @@
+"""Output formats of ``gpuguard audit``: each module exposes ``render(result, stream)``."""

@@ -1,0 +1,122 @@
+"""``--format text``: findings per object (with ``--cluster-after``: introduced first), notes, pools, summary."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TextIO
+
+from gpuguard.audit.model import CHANGES, AuditFinding, AuditResult
+from policies import pointer
+from policies.types import Severity
+
+_COLOURS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "36"}
+_CHANGE_COLOURS = {"introduced": "31", "resolved": "32", "unchanged": "2"}
+
+
+def use_colour(stream: TextIO) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+class _Paint:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 or word == "info" else f"{n} {word}s"
+
+
+def _where(f: AuditFinding) -> str:
+    if f.origin.file is None:
+        return ""
+    return f" ({f.origin.file}:{f.origin.line})" if f.origin.line else f" ({f.origin.file})"
+
+
+def _finding(f: AuditFinding, result: AuditResult, paint: _Paint, show_object: bool) -> list[str]:
+    sev = f.severity
+    severity = str(sev)
+    if f.previous_severity is not None:
+        severity += f" (was {f.previous_severity})"
+    head = f"  {paint(_COLOURS[sev], severity)} {paint('1', f.finding.rule)}"
+    if show_object:
+        owned = result.pods_through(f.ref)
+        through = f" [+{owned} owned]" if owned else ""
+        head += f" {paint('1', f.ref.qualified())}{through}{_where(f)}"
+    field = pointer.to_dotted(f.finding.path) if f.finding.path else ""
+    lines = [head + (f" at {field}" if field else "")]
+    lines.append(f"      {f.finding.message}")
+    lines.append(f"      {paint('2', 'fix:')} {f.finding.remediation}")
+    return lines
+
+
+def _by_object(findings: Iterable[AuditFinding], result: AuditResult, paint: _Paint) -> list[str]:
+    lines: list[str] = []
+    current = None
+    for f in findings:
+        if f.ref.key != current:
+            current = f.ref.key
+            owned = result.pods_through(f.ref)
+            through = f"; {owned} owned object{'s' if owned != 1 else ''} reported with it" if owned else ""
+            lines.append(f"{paint('1', f.ref.qualified())}{_where(f)}{paint('2', through)}")
+        lines.extend(_finding(f, result, paint, show_object=False))
+    return lines
+
+
+def _diff(result: AuditResult, paint: _Paint) -> list[str]:
+    lines = [f"planned change: {result.cluster} -> {result.cluster_after}"]
+    for change in CHANGES:
+        found = sorted(result.by_change(change),
+                       key=lambda f: (-f.severity, f.ref.namespace, f.ref.kind, f.ref.name, f.finding.rule))
+        lines.append("")
+        lines.append(paint(_CHANGE_COLOURS[change], f"{change.upper()} ({len(found)})"))
+        for f in found:
+            lines.extend(_finding(f, result, paint, show_object=True))
+    return lines
+
+
+def _pools(result: AuditResult) -> list[str]:
+    if not result.pools:
+        return []
+    idle = any("idle" in p for p in result.pools)
+    headers = ["pool", "resource", "nodes", "allocatable", "allocated", "free"] + (["idle"] if idle else [])
+    rows = [[str(p["name"]), str(p["resource"]), str(p["nodes"]), str(p["allocatable"]), str(p["allocated"]),
+             str(p["free"])] + ([str(p.get("idle", "-"))] if idle else []) for p in result.pools]
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+    out = ["", "GPU pools:"]
+    for row in [headers, *rows]:
+        out.append("  " + "  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
+                                    for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip())
+    return out
+
+
+def render(result: AuditResult, stream: TextIO, colour: bool | None = None) -> None:
+    paint = _Paint(use_colour(stream) if colour is None else colour)
+    lines = _diff(result, paint) if result.compares else _by_object(result.findings, result, paint)
+    for e in result.errors:
+        where = f"{e.file}:{e.line}" if e.line > 0 else e.file
+        lines.append(f"{paint('1', where)}: {paint('31', 'input error')}: {e.message}")
+    for note in result.notes:
+        lines.append(f"{paint('2', 'note')}: {note}")
+    lines.extend(_pools(result))
+    c = result.counts
+    counts = result.severity_counts()
+    tail = (f"{_plural(counts['error'], 'error')}, {_plural(counts['warning'], 'warning')}, "
+            f"{_plural(counts['info'], 'info')}")
+    if result.compares:
+        changes = result.change_counts()
+        introduced = result.severity_counts(result.by_change("introduced"))
+        tail = (f"{changes['introduced']} introduced ({_plural(introduced['error'], 'error')}, "
+                f"{_plural(introduced['warning'], 'warning')}, {_plural(introduced['info'], 'info')}), "
+                f"{changes['resolved']} resolved, {changes['unchanged']} unchanged; after the change: " + tail)
+    lines.append(
+        f"{tail}; {_plural(len(result.errors), 'input error')} ({_plural(c.objects, 'object')} judged, "
+        f"{_plural(c.gpu_workloads, 'GPU workload')}, {c.through_owners} reported through their owners)"
+    )
+    stream.write("\n".join(lines) + "\n")
