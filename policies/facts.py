@@ -174,6 +174,24 @@ def _parsed_cuda(values: tuple[str | None, ...]) -> Version | None:
     return parse_cuda_version({k: v for k, v in zip(_CUDA_KEYS, values, strict=True) if v is not None})
 
 
+def driver_version_of(labels: Mapping[str, str]) -> Version | None:
+    """``parse_driver_version``, cached on the label values it reads."""
+    values = tuple(labels.get(k) for k in _DRIVER_KEYS)
+    try:
+        return _parsed_driver(values)
+    except TypeError:  # an unhashable value (not from a Node object): parse it uncached
+        return parse_driver_version(labels)
+
+
+def cuda_version_of(labels: Mapping[str, str]) -> Version | None:
+    """``parse_cuda_version``, cached on the label values it reads."""
+    values = tuple(labels.get(k) for k in _CUDA_KEYS)
+    try:
+        return _parsed_cuda(values)
+    except TypeError:
+        return parse_cuda_version(labels)
+
+
 def parse_driver_version(labels: Mapping[str, str]) -> Version | None:
     full = labels.get(LABEL_DRIVER_FULL)
     if full:

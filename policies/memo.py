@@ -14,6 +14,7 @@ The scheduler model (``policies.scheduling``) stays pure functions; only this mo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -84,6 +85,15 @@ class ImagePairsKey:
     content: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class CudaJudgementKey:
+    """gpu-cuda-driver-mismatch's judgement of one container's needs (per architecture) on its
+    candidate node verdicts: identities of objects the memoised value holds."""
+
+    needs: tuple[tuple[str, int], ...]
+    candidates: tuple[int, ...]
+
+
 
 
 def constraints_key(
@@ -107,8 +117,11 @@ def constraints_key(
     )
 
 
+@functools.lru_cache(maxsize=64)
 def is_gpu_device(is_gpu: Callable[[str], bool]) -> Callable[[str], bool]:
-    """GPU resources that count devices (whole GPUs, MIG instances, shared replicas), not quotas."""
+    """GPU resources that count devices (whole GPUs, MIG instances, shared replicas), not quotas.
+
+    One predicate per ``is_gpu`` (cached), so answers kept per predicate are found again."""
     return lambda name: is_gpu(name) and not is_gpu_share_resource(name)
 
 

@@ -17,6 +17,19 @@ from policies.resources import is_extended
 
 
 def container_requests(c: ContainerRef, is_resource: Callable[[str], bool]) -> dict[str, Fraction]:
+    """The positive requests (else limits) of the resources ``is_resource`` accepts, by name.
+
+    Several rules ask for the same container and predicate in one evaluation: the answer is kept
+    on the ContainerRef (a pure function of its resources and of the predicate), and each caller
+    gets its own copy.
+    """
+    cached: dict[str, Fraction] | None = c.requests_cache.get(is_resource)
+    if cached is None:
+        cached = c.requests_cache[is_resource] = _container_requests(c, is_resource)
+    return dict(cached)
+
+
+def _container_requests(c: ContainerRef, is_resource: Callable[[str], bool]) -> dict[str, Fraction]:
     out: dict[str, Fraction] = {}
     limits = c.resource_map("limits")
     requests = c.resource_map("requests")
@@ -43,9 +56,10 @@ def pod_requests(pod: PodTemplate, is_resource: Callable[[str], bool]) -> dict[s
                 init_peak[k] = max(init_peak.get(k, Fraction(0)), v + sidecars.get(k, Fraction(0)))
             continue
         for k, v in req.items():
-            total[k] = total.get(k, Fraction(0)) + v
+            # Not Fraction(0) + v: a Fraction sum costs microseconds, and most pods have one container.
+            total[k] = total[k] + v if k in total else v
             if c.is_sidecar:
-                sidecars[k] = sidecars.get(k, Fraction(0)) + v
+                sidecars[k] = sidecars[k] + v if k in sidecars else v
     for k, v in init_peak.items():
         if v > total.get(k, Fraction(0)):
             total[k] = v

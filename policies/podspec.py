@@ -268,12 +268,15 @@ class ContainerRef:
     # Rules read these many times per evaluation; they are resolved once, at construction.
     resources: dict[str, Any] = field(init=False, repr=False, compare=False)
     _maps: dict[str, dict[str, Any]] = field(init=False, repr=False, compare=False)
+    # policies.podresources.container_requests per resource predicate (held, so never reused by id).
+    requests_cache: dict[object, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         resources = as_dict(self.container.get(self.resources_key))
         object.__setattr__(self, "resources", resources)
         maps = {which: as_dict(resources.get(which)) for which in ("limits", "requests")}
         object.__setattr__(self, "_maps", maps)
+        object.__setattr__(self, "requests_cache", {})
 
     @property
     def name(self) -> str:

@@ -44,6 +44,7 @@ Decisions (an admission webhook that breaks updates or deletions is worse than n
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -179,31 +180,37 @@ def fit_path(prefix: str, path: str) -> str:
     return prefix + "…" + path[len(path) - room + 1 :] if room > 1 else (prefix + path)[:WARNING_LIMIT]
 
 
+# Brackets and the separators where an explanation starts, in the order they appear.
+_CLAUSE_TOKENS = re.compile(r"[(\[{]|[)\]}]|; | — ")
+
+
 def first_clause(message: str) -> str:
     """The message up to its first top-level ``; `` or `` — `` (where the explanation starts)."""
     depth = 0
-    for i, ch in enumerate(message):
-        if ch in "([{":
+    for m in _CLAUSE_TOKENS.finditer(message):
+        token = m.group()
+        if token in "([{":
             depth += 1
-        elif ch in ")]}":
+        elif token in ")]}":
             depth = max(0, depth - 1)
-        elif depth == 0 and (message.startswith("; ", i) or message.startswith(" — ", i)):
-            return message[:i]
+        elif depth == 0:
+            return message[: m.start()]
     return message
 
 
 def short_warning(finding: Finding, prefix: str = "") -> str:
     """The most helpful text for ``finding`` that fits in WARNING_LIMIT characters."""
-    where = pointer.to_dotted(finding.path)
     rule = prefix + finding.rule
-    candidates = (
-        f"{rule}: {finding.message}",
-        f"{rule}: {first_clause(finding.message)}",
-        f"{rule} at {where}: {finding.remediation}",
-    )
-    for text in candidates:
-        if len(text) <= WARNING_LIMIT:
-            return text
+    text = f"{rule}: {finding.message}"
+    if len(text) <= WARNING_LIMIT:
+        return text
+    text = f"{rule}: {first_clause(finding.message)}"
+    if len(text) <= WARNING_LIMIT:
+        return text
+    where = pointer.to_dotted(finding.path)
+    text = f"{rule} at {where}: {finding.remediation}"
+    if len(text) <= WARNING_LIMIT:
+        return text
     return fit_path(f"{rule} at ", where)
 
 

@@ -21,11 +21,11 @@ neither expressions nor fields matches nothing and is kept as it is).  Missing `
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from policies.facts import LABEL_DRIVER_NEW, LABEL_DRIVER_OLD
+from policies.plaincopy import plain_copy
 from policies.types import RelOp
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -68,27 +68,27 @@ def driver_terms(minimum: Sequence[int], include_old_labels: bool) -> list[list[
     return terms
 
 
-def _term(expressions: list[Expression]) -> dict[str, Any]:
-    return {"matchExpressions": copy.deepcopy(expressions)}
-
-
 def merged_terms(existing: Sequence[Any], terms: list[list[Expression]]) -> list[Any]:
     out: list[Any] = []
     for term in existing:
         if not isinstance(term, Mapping) or not (term.get("matchExpressions") or term.get("matchFields")):
-            out.append(copy.deepcopy(term))
+            out.append(plain_copy(term))
             continue
         for exprs in terms:
-            combined = copy.deepcopy(dict(term))
-            own = copy.deepcopy(list(term.get("matchExpressions") or ()))
-            combined["matchExpressions"] = [*own, *copy.deepcopy(exprs)]
+            combined = plain_copy(dict(term))
+            own = plain_copy(list(term.get("matchExpressions") or ()))
+            combined["matchExpressions"] = [*own, *plain_copy(exprs)]
             out.append(combined)
     return out
 
 
 def affinity_fix(spec: Mapping[str, Any], terms: list[list[Expression]]) -> tuple[RelOp, ...]:
-    """RelOps (relative to the pod spec) that AND ``terms`` into the required node affinity."""
-    fresh = {"nodeSelectorTerms": [_term(t) for t in terms]}
+    """RelOps (relative to the pod spec) that AND ``terms`` into the required node affinity.
+
+    Where the ops create the required section, ``terms`` become part of their values as they are
+    (each once): pass lists made for the fix, such as ``driver_terms`` returns.
+    """
+    fresh = {"nodeSelectorTerms": [{"matchExpressions": t} for t in terms]}
     affinity = spec.get("affinity")
     if not isinstance(affinity, Mapping):
         return (RelOp("add", ("affinity",), {"nodeAffinity": {REQUIRED: fresh}}),)

@@ -17,6 +17,7 @@ image, while the compat libraries must actually be loaded.
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 
 from policies.cuda.knowledge import knowledge
@@ -61,8 +62,12 @@ class Requirement:
         return format_version(self.cuda)
 
 
+@functools.lru_cache(maxsize=1024)
 def requirement(resolution: Resolution) -> Requirement | None:
-    """None when the knowledge base does not know the version: the rule then stays silent."""
+    """None when the knowledge base does not know the version: the rule then stays silent.
+
+    A pure function of the resolution and the (fixed) knowledge base, asked for every container of
+    every evaluation, so cached."""
     kb = knowledge()
     row = kb.toolkit(resolution.version)
     if row is None:
@@ -99,6 +104,7 @@ def classify(req: Requirement, driver: Version | None, product: str | None) -> M
     return Mode.INCOMPATIBLE
 
 
+@functools.lru_cache(maxsize=1024)
 def native_cuda_text(driver: Version) -> str | None:
     native = knowledge().native_cuda(driver)
     return format_version(major_minor(native)) if native else None

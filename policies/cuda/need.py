@@ -16,19 +16,21 @@ sets itself.  Without either, gpuguard judges by CUDA compatibility alone, as be
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from policies.cuda.conventions import Offline, offline_cuda
-from policies.cuda.environment import final_environment, image_value, pod_env
+from policies.cuda.environment import PodEnv, final_environment, image_value, pod_env
 from policies.cuda.require import (
     CUDA_VERSION,
     DISABLE_REQUIRE,
     REQUIRE_CUDA,
     REQUIRE_JETPACK,
     REQUIRE_PREFIX,
+    EnvValue,
     Requirements,
     cuda_floor,
     parse_bool,
@@ -115,6 +117,30 @@ def container_need(
     arch: str,
 ) -> Need:
     pod = pod_env(container)
+    explicit = resolve_explicit(image, container_name, annotations, rules)
+    if lookup is None and isinstance(image, str):
+        values = tuple(pod.values.items())
+        if len(image) + sum(len(n) + len(v) if isinstance(v, str) else len(n) for n, v in values) <= MEMO_KEY_CHARS:
+            return _offline_need(image, values, pod.open, explicit, arch)
+    return _need(image, pod, explicit, lookup, arch)
+
+
+# Judged offline, a need depends only on the image, the pod's runtime variables (few pods set any)
+# and what the user stated: the same for most containers of a fleet.  Keys past this many
+# characters are not kept, so hostile values cannot fill the cache.
+MEMO_KEY_CHARS = 2048
+
+
+@functools.lru_cache(maxsize=2048)
+def _offline_need(
+    image: str, values: tuple[tuple[str, EnvValue], ...], opened: bool, explicit: Resolution | None, arch: str
+) -> Need:
+    return _need(image, PodEnv(dict(values), opened), explicit, None, arch)
+
+
+def _need(
+    image: str | None, pod: PodEnv, explicit: Resolution | None, lookup: ImageLookup | None, arch: str
+) -> Need:
     config = lookup.config if lookup is not None and lookup.status == "found" else None
     offline = offline_cuda(image, arch) if isinstance(image, str) else Offline("unknown")
     notes: list[str] = []
@@ -122,7 +148,7 @@ def container_need(
         detail = f": {lookup.detail}" if lookup.detail else ""
         notes.append(f"registry lookup {lookup.status}{detail}; judged by the image name")
 
-    resolution = resolve_explicit(image, container_name, annotations, rules)
+    resolution = explicit
     from_config = _from_config(config) if config is not None else None
     from_name = _offline_resolution(offline)
     if resolution is None and from_config is not None:

@@ -70,15 +70,15 @@ def resolve_explicit(
     rules: Sequence[ImageRule] = (),
 ) -> Resolution | None:
     """Sources 1-3: what the user states (annotations, then ``imageRules``)."""
-    annotations = annotations or {}
-    if container:
-        key = f"{ANNOTATION}.{container}"
-        version = _annotation_version(annotations, key)
+    if annotations:
+        if container:
+            key = f"{ANNOTATION}.{container}"
+            version = _annotation_version(annotations, key) if key in annotations else None
+            if version:
+                return Resolution(version, f"annotation {key}")
+        version = _annotation_version(annotations, ANNOTATION) if ANNOTATION in annotations else None
         if version:
-            return Resolution(version, f"annotation {key}")
-    version = _annotation_version(annotations, ANNOTATION)
-    if version:
-        return Resolution(version, f"annotation {ANNOTATION}")
+            return Resolution(version, f"annotation {ANNOTATION}")
     if not isinstance(image, str):
         return None
     for rule in rules:

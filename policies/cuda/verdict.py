@@ -27,13 +27,13 @@ from policies.cuda.knowledge import knowledge
 from policies.cuda.need import Need
 from policies.cuda.require import Check, Device, Start, check
 from policies.cuda.versions import Version, format_version, major_minor
-from policies.facts import LABEL_PRODUCT, parse_cuda_version, parse_driver_version
+from policies.facts import LABEL_PRODUCT, cuda_version_of, driver_version_of
 
 LABEL_COMPUTE = ("nvidia.com/gpu.compute.major", "nvidia.com/gpu.compute.minor")
 
 
 def device_of(labels: Mapping[str, str], driver: Version | None) -> Device:
-    cuda = parse_cuda_version(labels)
+    cuda = cuda_version_of(labels)
     if cuda is None and driver is not None:
         cuda = knowledge().native_cuda(driver)
     major, minor = (labels.get(k) for k in LABEL_COMPUTE)
@@ -48,7 +48,7 @@ def device_of(labels: Mapping[str, str], driver: Version | None) -> Device:
 
 def node_mode(req: Requirement, need: Need, labels: Mapping[str, str]) -> tuple[Mode, Check | None]:
     """The node's mode and, where modelled, what the legacy runtime would do there."""
-    driver = parse_driver_version(labels)
+    driver = driver_version_of(labels)
     if driver is None:
         return Mode.UNKNOWN, None
     runtime = check(need.requirements, device_of(labels, driver)) if need.requirements is not None else None

@@ -84,6 +84,7 @@ from policies.cuda.verdict import node_mode
 from policies.cuda.versions import Version, format_driver, major_minor, parse_version
 from policies.facts import LABEL_DRIVER_FULL, LABEL_DRIVER_NEW, LABEL_DRIVER_OLD, LABEL_PRODUCT, ClusterFacts
 from policies.images import node_arch
+from policies.memo import CudaJudgementKey
 from policies.podspec import ContainerRef
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import runnable_containers
@@ -122,6 +123,9 @@ class Assessment:
     rows: tuple[tuple[GroupVerdict, Mode], ...]
     runtime: dict[int, Check]  # id(GroupVerdict) → the runtime's verdict there
     severity: Severity
+    # Texts that depend on the judgement, not on the container: shared by every container judged
+    # alike (see _judge); None: computed afresh each time.
+    texts: _Texts | None = None
 
     def with_mode(self, *modes: Mode) -> list[GroupVerdict]:
         return [v for v, m in self.rows if m in modes]
@@ -134,6 +138,29 @@ class Assessment:
         if not native and self.with_mode(Mode.INCOMPATIBLE) and self.with_mode(Mode.MINOR):
             return self.req.mvc_floor
         return None
+
+
+class _Texts:
+    """The message tail and remediations of one judgement, computed on first use."""
+
+    __slots__ = ("remediation", "tail")
+
+    def __init__(self) -> None:
+        self.tail: str | None = None
+        self.remediation: dict[bool, str] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class _Judgement:
+    """What the candidate nodes say of a container's needs (an Assessment without the container)."""
+
+    req: Requirement
+    reqs: dict[str, Requirement]
+    needs: dict[str, Need]
+    rows: tuple[tuple[GroupVerdict, Mode], ...]
+    runtime: dict[int, Check]
+    severity: Severity
+    texts: _Texts
 
 
 def _grade(modes: list[Mode]) -> Severity | None:
@@ -203,31 +230,53 @@ def _notes(a: Assessment) -> list[str]:
 
 
 def _message(a: Assessment) -> str:
+    tail = a.texts.tail if a.texts is not None else None
+    if tail is None:
+        tail = _message_tail(a)
+        if a.texts is not None:
+            a.texts.tail = tail
+    return f"container {a.container.name!r}: image {a.image} {tail}"
+
+
+def _message_tail(a: Assessment) -> str:
+    by_mode: dict[Mode, list[GroupVerdict]] = {}
+    for v, m in a.rows:
+        by_mode.setdefault(m, []).append(v)
     parts = []
     for mode in _MODE_ORDER:
-        groups = a.with_mode(mode)
+        groups = by_mode.get(mode)
         if groups:
             listed = "; ".join(_row_text(a, v) for v in groups)
             parts.append(f"{mode.value}: {listed}")
-    verdict = {
-        Severity.ERROR: "no candidate node can run it",
-        Severity.WARNING: (
+    if a.severity is Severity.ERROR:
+        verdict = "no candidate node can run it"
+    elif a.severity is Severity.WARNING:
+        verdict = (
             "some candidate nodes cannot run it"
-            if a.with_mode(Mode.INCOMPATIBLE)
+            if Mode.INCOMPATIBLE in by_mode
             else "it runs only in a compatibility mode on every candidate node"
-        ),
-        Severity.INFO: (
+        )
+    else:
+        verdict = (
             "it runs natively on some candidate nodes, only in a compatibility mode on others"
-            if any(m.compat_only for _, m in a.rows)
+            if any(m.compat_only for m in by_mode)
             else "it runs on every candidate node"
-        ),
-    }[a.severity]
+        )
     notes = _notes(a)
     noted = f" Note: {'; '.join(notes)}." if notes else ""
-    return f"container {a.container.name!r}: image {a.image} {_needs_text(a)}, {verdict} — " + " | ".join(parts) + noted
+    return f"{_needs_text(a)}, {verdict} — " + " | ".join(parts) + noted
 
 
 def _remediation(a: Assessment, fixed: bool) -> str:
+    if a.texts is None:
+        return _remediation_text(a, fixed)
+    found = a.texts.remediation.get(fixed)
+    if found is None:
+        found = a.texts.remediation[fixed] = _remediation_text(a, fixed)
+    return found
+
+
+def _remediation_text(a: Assessment, fixed: bool) -> str:
     native = a.req.describe_native()
     if all(m is Mode.NATIVE or m is Mode.UNKNOWN for _, m in a.rows):
         return (
@@ -308,23 +357,51 @@ def _assess(ctx: RuleContext, c: ContainerRef, candidates: list[GroupVerdict], r
             annotations: dict[str, Any]) -> Assessment | None:
     image = c.container.get("image")
     image_text = image if isinstance(image, str) else None
+    arches = [node_arch(v.nodes[0].labels) for v in candidates]
     needs: dict[str, Need] = {}
-    reqs: dict[str, Requirement | None] = {}
-    rows: list[tuple[GroupVerdict, Mode]] = []
-    runtime: dict[int, Check] = {}
-    for v in candidates:
-        labels = v.nodes[0].labels
-        arch = node_arch(labels)
+    looked_up = False
+    for arch in arches:
         if arch not in needs:
             lookup = ctx.images.lookup(image_text, arch) if image_text else None
+            looked_up = looked_up or lookup is not None
             needs[arch] = container_need(image_text, c.container, c.name, annotations, rules, lookup, arch)
-            resolution = needs[arch].resolution
-            reqs[arch] = requirement(resolution) if resolution else None
+    # A need judged from image facts is a fresh object each time: memoising on it would only fill
+    # the snapshot's memo.
+    judged = _judgement(needs, candidates, arches) if looked_up else _judge(ctx, needs, candidates, arches)
+    if judged is None:
+        return None
+    return Assessment(
+        c, str(image), judged.req, judged.reqs, judged.needs, judged.rows, judged.runtime, judged.severity,
+        judged.texts,
+    )
+
+
+def _judge(
+    ctx: RuleContext, needs: dict[str, Need], candidates: list[GroupVerdict], arches: list[str]
+) -> _Judgement | None:
+    """``_judgement``, memoised per snapshot: containers of a fleet share a handful of images, and
+    pods with the same constraints share their candidate verdicts (the same objects, see
+    policies.memo.TemplateAnalysis).  The key holds the identities of the needs and candidates, and
+    the value holds those objects, so no identity is reused while the entry lives."""
+    key = CudaJudgementKey(tuple((arch, id(need)) for arch, need in needs.items()), tuple(map(id, candidates)))
+    held = (tuple(needs.values()), tuple(candidates))
+    _, judged = ctx.facts.memoised(key, lambda: (held, _judgement(needs, candidates, arches)))
+    return judged
+
+
+def _judgement(needs: dict[str, Need], candidates: list[GroupVerdict], arches: list[str]) -> _Judgement | None:
+    reqs: dict[str, Requirement | None] = {}
+    for arch, need in needs.items():
+        resolution = need.resolution
+        reqs[arch] = requirement(resolution) if resolution else None
+    rows: list[tuple[GroupVerdict, Mode]] = []
+    runtime: dict[int, Check] = {}
+    for v, arch in zip(candidates, arches, strict=True):
         req = reqs[arch]
         if req is None:
             rows.append((v, Mode.UNKNOWN))
             continue
-        mode, check = node_mode(req, needs[arch], labels)
+        mode, check = node_mode(req, needs[arch], v.nodes[0].labels)
         rows.append((v, mode))
         if check is not None:
             runtime[id(v)] = check
@@ -338,9 +415,7 @@ def _assess(ctx: RuleContext, c: ContainerRef, candidates: list[GroupVerdict], r
     if severity is None:
         return None
     primary = max(known.values(), key=lambda r: r.native_min)
-    return Assessment(
-        c, str(image), primary, known, {a: needs[a] for a in known}, tuple(rows), runtime, severity
-    )
+    return _Judgement(primary, known, {a: needs[a] for a in known}, tuple(rows), runtime, severity, _Texts())
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
