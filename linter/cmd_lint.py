@@ -7,6 +7,8 @@ be read or parsed, or bad usage (config and cluster snapshot errors included).
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
     from linter.lint import FileResult
     from linter.report import Report
     from policies.config import Config
+    from policies.dra.facts import DraInputs
     from policies.facts import ClusterFacts
     from policies.images import ImageFacts
 
@@ -36,8 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cluster",
         metavar="FILE",
-        help="cluster snapshot (`kubectl get nodes,runtimeclasses -o yaml`), or `sample` for the bundled "
-        "profile; without it, rules that need cluster facts are skipped",
+        help="cluster snapshot (`kubectl get nodes,runtimeclasses -o yaml`; with DRA add deviceclasses,"
+        "resourceslices,resourceclaims,resourceclaimtemplates and -A), or `sample` for the bundled profile; "
+        "without it, rules that need cluster facts are skipped",
     )
     parser.add_argument("--config", metavar="FILE", help="gpuguard config (default: .gpuguard.yaml upward from cwd)")
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
@@ -83,7 +87,13 @@ def _render(report: Report, fmt: str, stream: TextIO) -> None:
 
 
 def _fix(
-    item: Input, text: str, result: FileResult, config: Config, facts: ClusterFacts, images: ImageFacts | None
+    item: Input,
+    text: str,
+    result: FileResult,
+    config: Config,
+    facts: ClusterFacts,
+    images: ImageFacts | None,
+    dra_inputs: DraInputs | None = None,
 ) -> tuple[str | None, FileResult]:
     """(fixed text, its lint result), or (None, original result) when nothing was fixed."""
     from gpuguard.sources.yamlsafe import InputError
@@ -98,7 +108,7 @@ def _fix(
         return None, result
     if new_text is None:
         return None, result
-    after = lint_text(new_text, item.name, config, facts, images, fixes=True)
+    after = lint_text(new_text, item.name, config, facts, images, fixes=True, dra_inputs=dra_inputs)
     leftover = after.patches()
     if leftover or after.errors:
         rules = sorted({f.finding.rule for f in after.findings if f.finding.fix})
@@ -117,6 +127,7 @@ class _Run:
     facts: ClusterFacts
     report: Report
     images: ImageFacts | None = None
+    dra_inputs: DraInputs | None = None  # the DRA objects of every input (gpuguard.sources.dra_inputs)
     stdin_fixed: list[str] = field(default_factory=list)
     diff: list[str] = field(default_factory=list)
 
@@ -127,7 +138,7 @@ class _Run:
         fixing = bool(args.fix or args.diff)
         result = lint_text(
             source.text, item.name, self.config, self.facts, self.images,
-            fixes=fixing, excerpts=args.format == "text",
+            fixes=fixing, excerpts=args.format == "text", dra_inputs=self.dra_inputs,
         )
         if fixing:
             result = self._fix(item, source, result)
@@ -140,7 +151,7 @@ class _Run:
 
         from linter.writeback import write_fixed
 
-        new_text, after = _fix(item, source.text, result, self.config, self.facts, self.images)
+        new_text, after = _fix(item, source.text, result, self.config, self.facts, self.images, self.dra_inputs)
         if self.args.diff:
             if new_text is not None:
                 old, new = source.text.splitlines(keepends=True), new_text.splitlines(keepends=True)
@@ -204,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
     report.extended_resource_toleration = seen.extended_resource_toleration_reason
     report.scaling_pools = [f"{pool.pool.origin} {pool.name!r}" for pool in seen.pools if pool.pool is not None]
     state = _Run(args, config, facts, report)
+    state.dra_inputs = _dra_inputs(inputs)
     stamped = bool(args.fix)
     if registry is not None:
         # Every image is looked up before any object is evaluated, so every text is read first.
@@ -231,6 +243,29 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     _render(report, args.format, sys.stderr if stdout_taken else sys.stdout)
     return report.exit_code()
+
+
+def _dra_inputs(inputs: list[Input]) -> DraInputs:
+    """The DeviceClasses, claims and claim templates of every regular file of the run, for a pod's
+    claims to resolve to; unreadable files are reported later.  Pipes, FIFOs, /dev/stdin and other
+    streams can be read only once, so their own objects are added when they are linted, for their
+    own pods only."""
+    from gpuguard.sources.dra_inputs import DraCollector
+
+    collector = DraCollector()
+    for item in inputs:
+        if item.path is None:
+            continue
+        try:
+            if not stat.S_ISREG(os.stat(item.path).st_mode):
+                continue
+        except OSError:
+            continue
+        try:
+            collector.add(item.read(), item.name)
+        except (InputError, RecursionError):
+            continue
+    return collector.inputs()
 
 
 def _read(item: Input, stamped: bool, report: Report) -> Source | None:

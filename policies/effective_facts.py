@@ -2,7 +2,8 @@
 
 The config may declare node pools the cluster API does not describe (``nodePools``) and whether
 the API server runs the ExtendedResourceToleration admission plugin.  Both are part of the facts,
-so every facts rule sees them the same way.  Without cluster facts nothing is added: declared
+so every facts rule sees them the same way.  DRA-served extended resources count as
+node capacity (policies.dra.capacity).  Without cluster facts nothing is added: declared
 pools alone are not a cluster, and judging pods against them would report every other node as
 missing.
 """
@@ -10,28 +11,32 @@ missing.
 from __future__ import annotations
 
 from policies.config import Config
+from policies.dra.capacity import with_dra_capacity
 from policies.facts import ClusterFacts
 
 _MARK = "_effective_for"
 
 
 def effective_facts(facts: ClusterFacts, config: Config) -> ClusterFacts:
-    """``facts`` with ``config.node_pools`` and ``config.extended_resource_toleration`` applied (memoised)."""
+    """``facts`` with DRA-served extended resources (policies.dra.capacity), ``config.node_pools`` and
+    ``config.extended_resource_toleration`` applied (memoised)."""
     if facts.is_empty or getattr(facts, _MARK, None) is config:
         return facts
+    served = with_dra_capacity(facts)
     if not config.node_pools and config.extended_resource_toleration is None:
-        return facts
+        return served
 
     def build() -> ClusterFacts:
-        ert = facts.extended_resource_toleration
+        ert = served.extended_resource_toleration
         if config.extended_resource_toleration is not None:
             ert = config.extended_resource_toleration
         merged = ClusterFacts(
-            nodes=facts.nodes,
-            runtime_classes=facts.runtime_classes,
-            source=facts.source,
-            pools=(*facts.pools, *config.node_pools),
+            nodes=served.nodes,
+            runtime_classes=served.runtime_classes,
+            source=served.source,
+            pools=(*served.pools, *config.node_pools),
             extended_resource_toleration=ert,
+            dra=served.dra,
         )
         object.__setattr__(merged, _MARK, config)
         return merged

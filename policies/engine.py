@@ -10,6 +10,8 @@ from typing import Any
 from policies import pointer
 from policies.config import Config, RuleSettings
 from policies.digest import TooDeep
+from policies.dra.facts import NO_INPUTS, DraInputs, DraView
+from policies.dra.reading import is_dra
 from policies.effective_facts import effective_facts
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts, NoImageFacts, lookup_archs, lookup_key
@@ -64,6 +66,7 @@ class Evaluation:
     ignore_uses: list[IgnoreUse] = field(default_factory=list)
     placeholders: list[UnrenderedPlaceholder] = field(default_factory=list)
     images: ImageFacts = field(default_factory=NoImageFacts)
+    dra_inputs: DraInputs = NO_INPUTS
 
     def blocking(self) -> list[Finding]:
         return [f for f in self.findings if f.severity is Severity.ERROR]
@@ -86,7 +89,8 @@ class Evaluation:
             return []
         doc = apply_patch(self.obj, ops)
         for _ in range(MAX_FIX_ROUNDS - 1):
-            more = combine(doc, fixes(evaluate(doc, self.config, self.facts, self.images).findings))
+            again = evaluate(doc, self.config, self.facts, self.images, dra_inputs=self.dra_inputs)
+            more = combine(doc, fixes(again.findings))
             if not more:
                 break
             ops.extend(more)
@@ -162,10 +166,16 @@ def evaluate(
     config: Config | None = None,
     facts: ClusterFacts | None = None,
     images: ImageFacts | None = None,
+    *,
+    dra_inputs: DraInputs | None = None,
 ) -> Evaluation:
-    """Judge ``obj``; never raises on any input (see gpu-check-failed)."""
+    """Judge ``obj``; never raises on any input (see gpu-check-failed).
+
+    ``dra_inputs``: the DeviceClasses, ResourceClaims and ResourceClaimTemplates of the input ``obj``
+    comes from (policies.dra.facts), which a pod's claims resolve to before the cluster's.
+    """
     try:
-        return _evaluate(obj, config, facts, images)
+        return _evaluate(obj, config, facts, images, dra_inputs or NO_INPUTS)
     except Exception as exc:  # a defect outside the rules: the object is still not passed unjudged
         config = config or Config()
         ev = Evaluation(obj=obj, config=config, facts=facts or ClusterFacts.empty(), gpu_related=True)
@@ -193,11 +203,13 @@ def _evaluate(
     config: Config | None,
     facts: ClusterFacts | None,
     images: ImageFacts | None,
+    dra_inputs: DraInputs,
 ) -> Evaluation:
     config = config or Config()
     facts = effective_facts(facts or ClusterFacts.empty(), config)
     has_facts = not facts.is_empty
-    ev = Evaluation(obj=obj, config=config, facts=facts, images=images or NoImageFacts())
+    ev = Evaluation(obj=obj, config=config, facts=facts, images=images or NoImageFacts(), dra_inputs=dra_inputs)
+    dra = DraView(facts.dra, dra_inputs)
     meta = as_dict(obj.get("metadata"))
     namespace = text(meta.get("namespace") or "", 253)
     name = text(meta.get("name") or meta.get("generateName") or "", 253)
@@ -209,7 +221,7 @@ def _evaluate(
     honoured = config.honours_ignore_annotation(namespace)
     templates = extract(obj, config.workload_index)
     if not templates:
-        _check_object(ev, obj, config, kind, name, namespace, honoured)
+        skipped.update(_check_object(ev, obj, config, kind, name, namespace, honoured, has_facts, dra))
     for pod in templates:
         if not is_gpu_related(pod, config):
             continue
@@ -222,7 +234,7 @@ def _evaluate(
         pod_facts = _facts_for(pod, facts)
         try:
             violations, pod_skipped, placeholders = _check_memoised(
-                obj, meta, pod, config, pod_facts, ev.images, has_facts and not pod_facts.is_empty, ignored
+                obj, meta, pod, config, pod_facts, ev.images, has_facts and not pod_facts.is_empty, ignored, dra
             )
         except TooDeep as exc:
             violations, pod_skipped, placeholders = (
@@ -261,6 +273,7 @@ def _check_memoised(
     images: ImageFacts,
     has_facts: bool,
     ignored: set[str],
+    dra: DraView,
 ) -> RuleResults:
     """Run the rules on one pod template, memoised per facts snapshot and config.
 
@@ -271,19 +284,23 @@ def _check_memoised(
     about the template's GPU images is part of the key: a result computed while a lookup was
     pending must not outlive the lookup.
     """
-    key = rule_results_key(config, pod, meta.get("annotations"), ignored)
+    key = rule_results_key(config, pod, meta.get("annotations"), ignored, meta.get("namespace"))
     if key is None:
-        return _check(obj, pod, config, facts, images, has_facts, ignored)
+        return _check(obj, pod, config, facts, images, has_facts, ignored, dra)
     if not isinstance(images, NoImageFacts):
         key = dataclasses.replace(key, images=_image_key(pod, config, facts, images, key.content))
-    return facts.memoised(key, lambda: _check(obj, pod, config, facts, images, has_facts, ignored), owner=config)
+    if pod.spec.get("resourceClaims") and not dra.inputs.empty:
+        key = dataclasses.replace(key, dra_inputs=dra.inputs.key)
+    return facts.memoised(
+        key, lambda: _check(obj, pod, config, facts, images, has_facts, ignored, dra), owner=config
+    )
 
 
 def _image_key(pod: PodTemplate, config: Config, facts: ClusterFacts, images: ImageFacts, content: bytes) -> Any:
-    from policies.cuda.containers import gpu_containers
+    from policies.cuda.containers import judged_containers
 
     def pairs() -> tuple[tuple[str, str], ...]:
-        names = [c.container.get("image") for c in gpu_containers(pod, config.is_gpu)]
+        names = [c.container.get("image") for c in judged_containers(pod, config.is_gpu)]
         archs = lookup_archs(facts)
         return tuple((n, arch) for n in names if isinstance(n, str) for arch in archs)
 
@@ -300,6 +317,7 @@ def _check(
     images: ImageFacts,
     has_facts: bool,
     ignored: set[str],
+    dra: DraView,
 ) -> RuleResults:
     found: list[tuple[str, Violation]] = []
     skipped: set[str] = set()
@@ -315,6 +333,7 @@ def _check(
         is_gpu=config.is_gpu,
         analysis=analysis,
         images=images,
+        dra=dra,
     )
     for rule_id, module in RULES.items():
         settings = config.settings(rule_id)
@@ -339,24 +358,46 @@ CHECK_FAILED = "gpu-check-failed"
 
 
 def _check_object(
-    ev: Evaluation, obj: dict[str, Any], config: Config, kind: str, name: str, namespace: str, honoured: bool
-) -> None:
-    """Object rules, for objects of kinds the extractor does not know."""
+    ev: Evaluation,
+    obj: dict[str, Any],
+    config: Config,
+    kind: str,
+    name: str,
+    namespace: str,
+    honoured: bool,
+    has_facts: bool,
+    dra: DraView,
+) -> set[str]:
+    """Object rules, for objects of kinds the extractor does not know; returns the rules skipped for
+    lack of facts (noted only for DRA objects, which those rules judge)."""
     api_version = obj.get("apiVersion")
     group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
     if (group, kind) in config.workload_index or not isinstance(api_version, str):
-        return
+        return set()
     uses = _ignore_uses(obj, None, honoured)
     ignored = {rule for use in uses for rule in use.rules} if honoured else set()
     if "all" in ignored:
         ev.ignore_uses.extend(uses)
-        return
+        return set()
+    skipped: set[str] = set()
     for rule_id, module in OBJECT_RULES.items():
         settings = config.settings(rule_id)
         if settings.severity is None or rule_id in ignored:
             continue
-        ctx = ObjectContext(obj=obj, is_gpu=config.is_gpu, options=settings.options)
-        for v in module.check_object(ctx):
+        if module.NEEDS_FACTS == "yes" and not has_facts:
+            if is_dra(obj):
+                skipped.add(rule_id)
+            continue
+        ctx = ObjectContext(
+            obj=obj, is_gpu=config.is_gpu, options=settings.options, facts=ev.facts, has_facts=has_facts, dra=dra
+        )
+        try:
+            violations = list(module.check_object(ctx))
+        except Exception as exc:
+            problem = f"rule {rule_id} failed on this object ({type(exc).__name__}: {text(str(exc), 200)})"
+            violations = []
+            _object_check_failed(ev, config, problem, kind, name, namespace)
+        for v in violations:
             ev.gpu_related = True
             severity = settings.severity if settings.explicit or v.severity is None else v.severity
             ev.findings.append(
@@ -373,6 +414,26 @@ def _check_object(
             )
     if ev.gpu_related:
         ev.ignore_uses.extend(uses)
+    return skipped
+
+
+def _object_check_failed(ev: Evaluation, config: Config, problem: str, kind: str, name: str, namespace: str) -> None:
+    settings = config.settings(CHECK_FAILED)
+    if settings.severity is None:
+        return
+    ev.gpu_related = True
+    ev.findings.append(
+        Finding(
+            rule=CHECK_FAILED,
+            severity=settings.severity,
+            message=_unjudged(problem).message,
+            path="",
+            remediation=RULES[CHECK_FAILED].REMEDIATION,
+            kind=kind,
+            name=name,
+            namespace=namespace,
+        )
+    )
 
 
 def _unjudged(problem: str) -> Violation:

@@ -16,13 +16,16 @@ import functools
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from policies.labeldomain import LabelDomain
 from policies.managed import detect_extended_resource_toleration, pending_gpu_resources
 from policies.quantity import try_parse
 from policies.resources import is_native
 from policies.shapes import as_list, as_mapping
+
+if TYPE_CHECKING:
+    from policies.dra.facts import DraFacts
 
 LABEL_PRODUCT = "nvidia.com/gpu.product"
 LABEL_DRIVER_FULL = "nvidia.com/cuda.driver-version.full"
@@ -108,6 +111,11 @@ class NodeFacts:
     may_offer: frozenset[str] = frozenset()
     pool: PoolTraits | None = None  # set for capacity that can appear, not for existing nodes
     pending_reason: str = ""  # why ``may_offer`` is set on an existing node
+    # Extended resources DRA serves on this node, as (resource, DeviceClass): its allocatable then
+    # counts the class's devices the node reaches (policies.dra.capacity).
+    dra_served: tuple[tuple[str, str], ...] = ()
+    # Resources the device plugin advertises here that DRA also serves: (resource, what serves it).
+    dra_conflicts: tuple[tuple[str, str], ...] = ()
 
     @property
     def gpu_product(self) -> str | None:
@@ -262,7 +270,7 @@ def _group_key(node: NodeFacts, per_node: frozenset[str]) -> tuple[Any, ...]:
         return ("pool", node.name, node.pool)  # a pool is its own group, never merged with nodes
     labels = tuple(sorted((k, v) for k, v in node.labels.items() if not _is_per_node(node, k, v, per_node)))
     extended = tuple(sorted((k, v) for k, v in node.allocatable.items() if not is_native(k)))
-    return (labels, node.taints, extended, node.unschedulable, node.may_offer)
+    return (labels, node.taints, extended, node.unschedulable, node.may_offer, node.dra_served, node.dra_conflicts)
 
 
 def _varying_labels(members: Iterable[NodeFacts], per_node: frozenset[str]) -> frozenset[str]:
@@ -292,6 +300,8 @@ class ClusterFacts:
     source: str = "none"
     pools: tuple[NodeFacts, ...] = ()
     extended_resource_toleration: bool | None = None
+    # DeviceClasses, ResourceSlices, ResourceClaims and templates (policies.dra.facts); None: not known.
+    dra: DraFacts | None = None
     groups: tuple[NodeGroup, ...] = field(init=False, default=())
 
     def __post_init__(self) -> None:
@@ -336,7 +346,7 @@ class ClusterFacts:
         def compute() -> ClusterFacts:
             nodes = tuple(n for n in self.nodes if n.name == node_name)
             source = f"{self.source}, node {node_name}"
-            return ClusterFacts(nodes=nodes, runtime_classes=self.runtime_classes, source=source)
+            return ClusterFacts(nodes=nodes, runtime_classes=self.runtime_classes, source=source, dra=self.dra)
 
         return self.memoised(BoundNodeKey(node_name), compute)
 
@@ -369,13 +379,17 @@ class ClusterFacts:
 
     @classmethod
     def from_objects(cls, objects: Iterable[Mapping[str, Any]], source: str = "snapshot") -> ClusterFacts:
-        """Build from Node, RuntimeClass and Karpenter NodePool objects; ``List`` objects are flattened."""
+        """Build from Node, RuntimeClass, Karpenter NodePool and ``resource.k8s.io`` objects (DeviceClasses,
+        ResourceSlices, ResourceClaims, ResourceClaimTemplates); ``List`` objects are flattened."""
+        from policies.dra.facts import dra_facts_from_objects
         from policies.karpenter import is_nodepool, nodepool_from_object
+
+        objects = list(flatten(objects))
 
         nodes: list[NodeFacts] = []
         pools: list[NodeFacts] = []
         classes: dict[str, RuntimeClassFacts] = {}
-        for obj in flatten(objects):
+        for obj in objects:
             kind = obj.get("kind")
             if kind == "Node":
                 node = node_from_object(obj)
@@ -389,7 +403,8 @@ class ClusterFacts:
                 pool = nodepool_from_object(obj)
                 if pool is not None:
                     pools.append(pool)
-        return cls(nodes=tuple(nodes), runtime_classes=classes, source=source, pools=tuple(pools))
+        dra = dra_facts_from_objects(objects)
+        return cls(nodes=tuple(nodes), runtime_classes=classes, source=source, pools=tuple(pools), dra=dra)
 
 
 def flatten(objects: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:

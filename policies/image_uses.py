@@ -26,7 +26,7 @@ def images_in(obj: dict[str, Any], config: Config | None = None) -> tuple[ImageU
     """
     from policies import pointer as jsonpointer
     from policies.config import Config
-    from policies.cuda.containers import RULE_ID, gpu_containers
+    from policies.cuda.containers import RULE_ID, judged_containers
     from policies.engine import ignored_rules, is_gpu_related
     from policies.podspec import extract
 
@@ -44,7 +44,7 @@ def images_in(obj: dict[str, Any], config: Config | None = None) -> tuple[ImageU
         ignored = ignored_rules(obj, pod, config)
         if "all" in ignored or RULE_ID in ignored:
             continue
-        for c in gpu_containers(pod, config.is_gpu):
+        for c in judged_containers(pod, config.is_gpu):
             image = c.container.get("image")
             if isinstance(image, str) and image.strip():
                 found.append(ImageUse(image, jsonpointer.join(pod.spec_pointer, (*c.path, "image")), c.name))

@@ -60,6 +60,21 @@ class RuleResultsKey:
     content: bytes
     ignored: frozenset[str]
     images: Hashable = None  # what the image facts say about the template's images (policies.engine)
+    dra_inputs: bytes = b""  # the input's DRA objects a template with resourceClaims may resolve to
+
+
+@dataclass(frozen=True, slots=True)
+class DraCapacityKey:
+    """The snapshot with DRA-served extended resources in the nodes' allocatable (one per snapshot)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DraVerdictKey:
+    """Whether claims (a digest of their specs and of the input's DeviceClasses) can be allocated on
+    the nodes a pod's constraints admit (a digest of those constraints; empty: every node)."""
+
+    claims: bytes
+    constraints: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,13 +177,15 @@ class TemplateAnalysis:
 
 
 def rule_results_key(
-    config: object, pod: PodTemplate, object_annotations: Any, ignored: set[str]
+    config: object, pod: PodTemplate, object_annotations: Any, ignored: set[str], namespace: Any = None
 ) -> RuleResultsKey | None:
     """The memo key of a template's rule results; None when its data is not JSON (no memo).
 
+    The object's namespace counts for templates with DRA claims, which resolve in it.
     Raises policies.digest.TooDeep for data nested beyond what the engine accepts.
     """
-    content = digest(pod.spec, pod.metadata.get("annotations"), object_annotations)
+    claims_namespace = namespace if pod.spec.get("resourceClaims") else None
+    content = digest(pod.spec, pod.metadata.get("annotations"), object_annotations, claims_namespace)
     if content is None:
         return None
     return RuleResultsKey(

@@ -8,6 +8,11 @@ from policies.rules import (
     gpu_cuda_driver_mismatch,
     gpu_device_access_bypass,
     gpu_dra_claim_reference,
+    gpu_dra_device_class,
+    gpu_dra_mixed_allocation,
+    gpu_dra_request_reference,
+    gpu_dra_selector,
+    gpu_dra_unsatisfiable,
     gpu_exceeds_node_capacity,
     gpu_kind_unknown,
     gpu_limit_missing,
@@ -38,6 +43,11 @@ RULES: dict[str, RuleModule] = {
     gpu_device_access_bypass.ID: gpu_device_access_bypass,
     gpu_memory_limit_missing.ID: gpu_memory_limit_missing,
     gpu_dra_claim_reference.ID: gpu_dra_claim_reference,
+    gpu_dra_request_reference.ID: gpu_dra_request_reference,
+    gpu_dra_device_class.ID: gpu_dra_device_class,
+    gpu_dra_selector.ID: gpu_dra_selector,
+    gpu_dra_unsatisfiable.ID: gpu_dra_unsatisfiable,
+    gpu_dra_mixed_allocation.ID: gpu_dra_mixed_allocation,
     gpu_cuda_driver_mismatch.ID: gpu_cuda_driver_mismatch,
     gpu_check_failed.ID: gpu_check_failed,
     gpu_kind_unknown.ID: gpu_kind_unknown,
@@ -46,4 +56,9 @@ RULES: dict[str, RuleModule] = {
 # Rules that judge whole objects of kinds without a known pod template (also listed in RULES).
 OBJECT_RULES: dict[str, ObjectRuleModule] = {
     gpu_kind_unknown.ID: gpu_kind_unknown,
+    gpu_dra_request_reference.ID: gpu_dra_request_reference,
+    gpu_dra_device_class.ID: gpu_dra_device_class,
+    gpu_dra_selector.ID: gpu_dra_selector,
+    gpu_dra_unsatisfiable.ID: gpu_dra_unsatisfiable,
+    gpu_dra_mixed_allocation.ID: gpu_dra_mixed_allocation,
 }

@@ -13,6 +13,7 @@ from fractions import Fraction
 from types import ModuleType
 from typing import Any, Literal, Protocol
 
+from policies.dra.facts import DraView
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts, NoImageFacts
 from policies.memo import TemplateAnalysis
@@ -67,6 +68,8 @@ class RuleContext:
     is_gpu: Callable[[str], bool]
     analysis: TemplateAnalysis
     images: ImageFacts = field(default_factory=NoImageFacts)
+    # The cluster's DRA facts and the input's DeviceClasses, claims and templates (policies.dra.facts).
+    dra: DraView = field(default_factory=lambda: DraView(None))
 
     def gpu_requests(self) -> dict[str, Fraction]:
         """Effective pod requests of GPU devices (quota-like share resources excluded)."""
@@ -108,6 +111,9 @@ class ObjectContext:
     obj: dict[str, Any]
     is_gpu: Callable[[str], bool]
     options: Mapping[str, Any]
+    facts: ClusterFacts = field(default_factory=ClusterFacts.empty)
+    has_facts: bool = False
+    dra: DraView = field(default_factory=lambda: DraView(None))
 
 
 class ObjectRuleModule(RuleModule, Protocol):

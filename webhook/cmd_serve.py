@@ -54,9 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--cluster", metavar="FILE", help="cluster facts from a snapshot (`kubectl get nodes,runtimeclasses -o yaml`)"
     )
     source.add_argument(
-        "--in-cluster", action="store_true", help="watch Nodes and RuntimeClasses with the pod's service account"
+        "--in-cluster", action="store_true",
+        help="watch Nodes, RuntimeClasses, NodePools and DRA objects with the pod's service account"
     )
-    source.add_argument("--kubeconfig", metavar="FILE", help="watch Nodes and RuntimeClasses using this kubeconfig")
+    source.add_argument(
+        "--kubeconfig", metavar="FILE",
+        help="watch Nodes, RuntimeClasses, NodePools and DRA objects using this kubeconfig",
+    )
     parser.add_argument("--workers", type=int, default=1, help="worker processes sharing the port (default: 1)")
     parser.add_argument(
         "--tls-reload-interval",
@@ -200,6 +204,11 @@ def run(args: argparse.Namespace) -> int:
         audit_interval=audit_interval,
         audit_reports=args.audit_reports,
     )
+    # Building the CEL grammar takes seconds; do it once before forking workers, not in the first
+    # review of a DRA claim (policies.dra.cel).
+    from policies.dra.cel import compile_selector
+
+    compile_selector("device.driver == 'gpuguard.io'")
     try:
         return serve(options)
     except OSError as exc:

@@ -1,11 +1,12 @@
 """The Validating and Mutating webhook configurations for a policy config, as deterministic YAML text.
 
 The webhook ``rules`` list every kind gpuguard extracts pod templates from — the table in
-policies/podspec.py plus the config's ``podTemplatePaths`` — and the ``gpu-workload``
-matchCondition looks for GPU requests at every template location of those kinds, for the
-config's ``gpuResourceNames`` as well as the GPU vendors' names.  The namespaceSelector leaves out
-the config's ``exemptNamespaces``.  ``gpuguard webhook-config`` prints it; deploy/webhooks.yaml is
-this text for the deploy config (tests/deploy checks it is not stale).
+policies/podspec.py plus the config's ``podTemplatePaths`` — and the DRA claim kinds
+(ResourceClaim, ResourceClaimTemplate); the ``gpu-workload`` matchCondition looks for GPU requests
+at every template location of those kinds, for the config's ``gpuResourceNames`` as well as the GPU
+vendors' names, and lets every DRA claim through (its DeviceClass, selectors and devices are judged).
+The namespaceSelector leaves out the config's ``exemptNamespaces``.  ``gpuguard webhook-config``
+prints it; deploy/webhooks.yaml is this text for the deploy config (tests/deploy checks it is not stale).
 
 Only ``policies`` is imported: the same text can feed other packaging (a Helm chart).
 """
@@ -16,6 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from policies.config import Config
+from policies.dra.objects import CLAIM_RESOURCES, GROUP, SERVED_VERSIONS
 from policies.podspec import KSERVE_COMPONENT_KEYS, Location, WildcardOver, Workload, index_workloads
 from policies.resources import DEFAULT_GPU_PREFIXES
 from policies.signals import DEVICE_ENV_NAMES, HOST_PATH_MARKERS
@@ -160,6 +162,9 @@ def gpu_expression(config: Config, gpu_name_test: str | None = None) -> str:
     ``n`` (a packaging that computes it at install time passes its own)."""
     terms, always = candidate_terms(config)
     lines: list[str] = ["("]
+    claim_kinds = _quoted(kind for kind, _ in CLAIM_RESOURCES)
+    lines.append("  // DRA ResourceClaims and ResourceClaimTemplates: judged like pod templates")
+    lines.append(f"  (object.kind in {claim_kinds} && object.apiVersion.startsWith('{GROUP}/')) ||")
     for test, why in always:
         lines.append(f"  // {why}")
         lines.append(f"  ({test}) ||")
@@ -214,6 +219,16 @@ def _rules(config: Config) -> list[str]:
             '        scope: "*"',
         ]
     return out
+
+
+def _dra_rules() -> list[str]:
+    return [
+        f"      - apiGroups: [{GROUP}]  # ResourceClaim, ResourceClaimTemplate",
+        f"        apiVersions: [{', '.join(SERVED_VERSIONS)}]",
+        f"        resources: [{', '.join(plural for _, plural in CLAIM_RESOURCES)}]",
+        "        operations: [CREATE, UPDATE]",
+        '        scope: "Namespaced"',
+    ]
 
 
 class Layout:
@@ -289,9 +304,10 @@ def _webhook_configuration(
         "    matchPolicy: Equivalent",
         *layout.namespace_selector(config),
         "    # The kinds gpuguard extracts pod templates from (policies/podspec.py WORKLOADS and the",
-        "    # config's podTemplatePaths).",
+        "    # config's podTemplatePaths), and DRA claims (policies/dra/objects.py CLAIM_RESOURCES).",
         "    rules:",
         *_rules(config),
+        *_dra_rules(),
         "    # Only objects that ask for a GPU reach the webhook. All conditions must be true; a false",
         "    # one skips the webhook even when another fails to evaluate.",
         "    matchConditions:",

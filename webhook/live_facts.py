@@ -14,6 +14,14 @@ by kind dispatch.
 NodePools (``karpenter.sh/v1``) are optional: while the API server answers 404 (no Karpenter
 CRD), the NodePool reflector counts as synced with none and lists again every
 ``crd_recheck_seconds``, so a Karpenter installed later is picked up without a restart.
+
+Dynamic Resource Allocation (``resource.k8s.io``: DeviceClasses, ResourceSlices, ResourceClaims and
+ResourceClaimTemplates) is optional the same way: each is listed at the newest version the server
+serves (v1 since Kubernetes 1.34, else v1beta2, else v1beta1); 404 at every version means DRA is not
+served.  They become ``ClusterFacts.dra`` (``policies.dra.facts``): parsed views, claims and
+templates keyed ``namespace/name``.  Which devices match which selectors is remembered from one
+snapshot to the next while the ResourceSlices and DeviceClasses stay the same (claims change with
+every allocation).
 """
 
 from __future__ import annotations
@@ -29,6 +37,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from policies.dra.claims import parse_resource_claim, parse_resource_claim_template
+from policies.dra.facts import DraFacts
+from policies.dra.reading import DraObjects
+from policies.dra.slices import parse_device_class, parse_resource_slice
 from policies.facts import (
     ClusterFacts,
     NodeFacts,
@@ -82,6 +94,14 @@ class _Resource:
     convert: Callable[[Mapping[str, Any]], Any]
     arguments: tuple[tuple[str, str], ...] = ()  # fixed keyword arguments of the list method
     optional: bool = False  # served only when a CRD is installed
+    versions: tuple[str, ...] = ()  # API versions to try in order (list_cluster_custom_object's ``version``)
+    namespaced: bool = False  # stored as namespace/name
+
+    def key(self, meta: Mapping[str, Any]) -> str | None:
+        name = meta.get("name")
+        if not isinstance(name, str):
+            return None
+        return f"{meta.get('namespace') or ''}/{name}" if self.namespaced else name
 
 
 NODES = _Resource("nodes", "CoreV1Api", "list_node", node_from_object)
@@ -94,6 +114,26 @@ NODEPOOLS = _Resource(
     arguments=(("group", "karpenter.sh"), ("version", "v1"), ("plural", "nodepools")),
     optional=True,
 )
+
+
+def _dra(plural: str, convert: Callable[[Mapping[str, Any]], Any], namespaced: bool = False) -> _Resource:
+    return _Resource(
+        plural,
+        "CustomObjectsApi",
+        "list_cluster_custom_object",
+        convert,
+        arguments=(("group", "resource.k8s.io"), ("plural", plural)),
+        optional=True,
+        versions=("v1", "v1beta2", "v1beta1"),
+        namespaced=namespaced,
+    )
+
+
+DEVICE_CLASSES = _dra("deviceclasses", parse_device_class)
+RESOURCE_SLICES = _dra("resourceslices", parse_resource_slice)
+RESOURCE_CLAIMS = _dra("resourceclaims", parse_resource_claim, namespaced=True)
+RESOURCE_CLAIM_TEMPLATES = _dra("resourceclaimtemplates", parse_resource_claim_template, namespaced=True)
+DRA_RESOURCES = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -119,11 +159,22 @@ class _Reflector:
         self.absent = False  # an optional resource the API server does not serve
         self.last_contact: float | None = None  # monotonic time the server last confirmed our view
         self.list_calls = 0
+        self.version_index = 0  # into resource.versions
         self._response: Any = None  # the open watch response, so stop() can interrupt its read
         self._rng = random.Random()
         self.thread = threading.Thread(
             target=self._run, name=f"gpuguard-watch-{resource.name}", daemon=True
         )
+
+    @property
+    def api_version(self) -> str:
+        return self.resource.versions[self.version_index] if self.resource.versions else ""
+
+    def _convert(self, item: Mapping[str, Any]) -> Any:
+        if self.resource.versions and "apiVersion" not in item:  # list items carry no TypeMeta
+            group = dict(self.resource.arguments)["group"]
+            item = {**item, "apiVersion": f"{group}/{self.api_version}"}
+        return self.resource.convert(item)
 
     # --- API calls -----------------------------------------------------------------------
     def _method(self) -> Callable[..., Any]:
@@ -132,6 +183,8 @@ class _Reflector:
         api = getattr(kubernetes.client, self.resource.api)(self.owner.api_client)
         method: Callable[..., Any] = getattr(api, self.resource.method)
         fixed = dict(self.resource.arguments)
+        if self.resource.versions:
+            fixed["version"] = self.api_version
         if not fixed:
             return method
 
@@ -184,9 +237,10 @@ class _Reflector:
                 raise _Stopped
         store: dict[str, Any] = {}
         for item in items:
-            converted = self.resource.convert(item)
-            if converted is not None:
-                store[converted.name] = converted
+            key = self.resource.key(as_mapping(item.get("metadata")))
+            converted = self._convert(item)
+            if converted is not None and key is not None:
+                store[key] = converted
         self.owner._replace(self, store)
         return version
 
@@ -250,11 +304,11 @@ class _Reflector:
         if meta.get("resourceVersion"):
             self.version = str(meta["resourceVersion"])
         self.last_contact = time.monotonic()
-        name = meta.get("name")
-        if kind == "BOOKMARK" or not isinstance(name, str):
+        name = self.resource.key(meta)
+        if kind == "BOOKMARK" or name is None:
             return
         if kind in ("ADDED", "MODIFIED"):
-            converted = self.resource.convert(obj)
+            converted = self._convert(obj)
             if converted is not None and self.store.get(name) != converted:
                 self.owner._put(self, name, converted)
         elif kind == "DELETED" and name in self.store:
@@ -282,9 +336,14 @@ class _Reflector:
             except _Stopped:
                 return
             except _Absent:
+                if self.version_index + 1 < len(self.resource.versions):
+                    self.version_index += 1  # an older version of the API may be served
+                    self.version = None
+                    continue
+                self.version_index = 0
                 self.absent = True
                 if not self.synced or self.store:
-                    log.info("%s: not served by the API server (CRD not installed); checking again every %.0fs",
+                    log.info("%s: not served by the API server (CRD or API not enabled); checking again every %.0fs",
                              self.resource.name, self.owner.crd_recheck_seconds)
                     self.owner._replace(self, {})
                 self.version = None
@@ -337,7 +396,13 @@ class LiveFacts:
         self._facts = ClusterFacts.empty()
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
-        self._reflectors = (_Reflector(self, NODES), _Reflector(self, RUNTIME_CLASSES), _Reflector(self, NODEPOOLS))
+        self._reflectors = (
+            _Reflector(self, NODES),
+            _Reflector(self, RUNTIME_CLASSES),
+            _Reflector(self, NODEPOOLS),
+            *(_Reflector(self, r) for r in DRA_RESOURCES),
+        )
+        self._dra: DraFacts | None = None
         self._started = False
 
     @property
@@ -413,12 +478,23 @@ class LiveFacts:
                 reflector.store[name] = value
             self._publish()
 
+    def _publish_dra(self) -> DraFacts | None:
+        reflectors = self._reflectors[3:]
+        if all(r.absent or not r.synced for r in reflectors):
+            return None
+        device_classes, slices, claims, templates = (tuple(r.store[k] for k in sorted(r.store)) for r in reflectors)
+        dra = DraFacts(DraObjects(device_classes, slices, claims, templates), classes_known=not reflectors[0].absent)
+        if self._dra is not None:
+            dra.reuse_matches(self._dra)
+        self._dra = dra
+        return dra
+
     def _publish(self) -> None:
-        nodes_store, classes_store, pools_store = (r.store for r in self._reflectors)
+        nodes_store, classes_store, pools_store = (r.store for r in self._reflectors[:3])
         nodes: tuple[NodeFacts, ...] = tuple(nodes_store[k] for k in sorted(nodes_store))
         classes: dict[str, RuntimeClassFacts] = dict(classes_store)
         pools: tuple[NodeFacts, ...] = tuple(pools_store[k] for k in sorted(pools_store))
-        facts = ClusterFacts(nodes=nodes, runtime_classes=classes, source="live", pools=pools)
+        facts = ClusterFacts(nodes=nodes, runtime_classes=classes, source="live", pools=pools, dra=self._publish_dra())
         self._facts = facts  # one reference assignment: readers see the old or the new snapshot
         if self._on_update is not None:
             try:

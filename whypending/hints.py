@@ -14,6 +14,8 @@ from policies.pending import diagnose as dg
 HINTS: dict[str, str] = {
     dg.GATED: "the controller that set the gate (Kueue, for example) removes it when it admits the pod",
     dg.STATIC: "fix the pod spec; `gpuguard rules RULE` explains each rule",
+    dg.DRA_SERVED: "the static findings (gpu-dra-*) and the scheduler's message say whether the devices "
+    "can be allocated; `kubectl get resourceslices` lists them",
     dg.INSUFFICIENT: "free GPUs on the nodes listed (see idle holders and preemption), add nodes, "
     "or ask for fewer GPUs per pod",
     dg.FRAGMENTATION: "free GPUs are spread over several nodes: move smaller pods off one of the best nodes, "

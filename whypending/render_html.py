@@ -13,6 +13,7 @@ LEVEL: dict[str, Level] = {
     dg.GATED: "muted",
     dg.STATIC: "error",
     dg.SCHEDULER: "info",
+    dg.DRA_SERVED: "info",
     dg.INSUFFICIENT: "error",
     dg.FRAGMENTATION: "warning",
     dg.UNHEALTHY: "error",

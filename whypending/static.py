@@ -1,7 +1,8 @@
 """The engine's own findings for each pod to explain, judged against the same cluster facts.
 
-The facts are the nodes and RuntimeClasses the analysis read (the very NodeFacts objects of
-:class:`~policies.pending.state.ClusterState`) plus Karpenter NodePools, capacity that can appear;
+The facts are the nodes, RuntimeClasses and DRA objects the analysis read (the very NodeFacts objects
+and DraFacts of :class:`~policies.pending.state.ClusterState`) plus Karpenter NodePools, capacity that
+can appear;
 ``policies.engine.evaluate`` adds the config's declared ``nodePools`` itself.
 """
 
@@ -21,7 +22,8 @@ from policies.pending.state import ClusterState
 def engine_facts(state: ClusterState, nodepools: Iterable[Mapping[str, Any]], source: str) -> ClusterFacts:
     pools = tuple(p for p in map(nodepool_from_object, nodepools) if p is not None)
     facts = state.facts
-    return ClusterFacts(nodes=facts.nodes, runtime_classes=facts.runtime_classes, source=source, pools=pools)
+    return ClusterFacts(nodes=facts.nodes, runtime_classes=facts.runtime_classes, source=source, pools=pools,
+                        dra=facts.dra)
 
 
 def finding_lines(obj: Mapping[str, Any], config: Config, facts: ClusterFacts) -> list[str]:

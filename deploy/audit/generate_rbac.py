@@ -1,7 +1,8 @@
 """Write deploy/audit/rbac.yaml: what ``gpuguard serve --audit-interval`` needs beyond the webhook's RBAC.
 
 ``list`` on every kind gpuguard reads (policies/podspec.py WORKLOADS and the deployed config's
-podTemplatePaths), cluster-wide, and ``get``/``list``/``create``/``update`` on the wgpolicyk8s.io
+podTemplatePaths, and DRA's ResourceClaims and ResourceClaimTemplates), cluster-wide, and
+``get``/``list``/``create``/``update`` on the wgpolicyk8s.io
 report kinds (the default ``--audit-reports policyreport``; ``openreports`` needs the same verbs on
 openreports.io ``reports`` and ``clusterreports`` instead).  Nothing is deleted, patched or watched.
 Run after changing either (the test suite fails until you do):
@@ -24,6 +25,8 @@ if str(DEPLOY.parent) not in sys.path:
 from gpuguard.audit.policyreport import APIS  # noqa: E402
 from gpuguard.sources.yamlsafe import load_all_plain  # noqa: E402
 from policies.config import load_config  # noqa: E402
+from policies.dra.objects import CLAIM_RESOURCES  # noqa: E402
+from policies.dra.objects import GROUP as DRA_GROUP  # noqa: E402
 
 OUTPUT = HERE / "rbac.yaml"
 CONFIG = DEPLOY / "gpuguard-config.yaml"
@@ -41,6 +44,7 @@ def rules() -> list[dict[str, object]]:
     by_group: dict[str, set[str]] = {}
     for workload in load_config(raw).workload_index.values():
         by_group.setdefault(workload.group, set()).add(workload.resource)
+    by_group.setdefault(DRA_GROUP, set()).update(plural for _, plural in CLAIM_RESOURCES)
     out: list[dict[str, object]] = [
         {"apiGroups": [group], "resources": sorted(resources), "verbs": ["list"]}
         for group, resources in sorted(by_group.items())

@@ -1,13 +1,16 @@
 """Audit a live cluster: every kind gpuguard reads that the cluster serves, listed read-only.
 
-The kinds are ``policies.podspec.WORKLOADS`` plus the config's ``podTemplatePaths``; discovery
+The kinds are ``policies.podspec.WORKLOADS`` plus the config's ``podTemplatePaths`` and DRA's
+ResourceClaims and ResourceClaimTemplates (``policies.dra.objects.CLAIM_RESOURCES``); discovery
 (``gpuguard.kube.discovery``) says which of them exist — CRDs only where they are installed — and
 in which version.  Owners are listed before what they create and pods last, so an object whose
 owner was audited already is counted through it without being judged.  Pods are listed without the terminal ones
 (``status.phase!=Succeeded,status.phase!=Failed``, a field selector the pods API supports).
 
-RBAC: ``list`` on each of those resources (cluster-wide), and on nodes, RuntimeClasses and
-Karpenter NodePools for the facts; nothing is written (the webhook's periodic audit adds the
+RBAC: ``list`` on each of those resources (cluster-wide), and on nodes, RuntimeClasses, Karpenter
+NodePools and DRA's DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates for the
+facts (the DRA objects are all or none: devices without the claims that hold them would misstate
+what is free); nothing is written (the webhook's periodic audit adds the
 report verbs, see deploy/audit).  A kind the cluster serves but refuses to list is an input error
 naming the RBAC it needs: the audit is incomplete and says so.
 """
@@ -34,6 +37,8 @@ from gpuguard.kube.discovery import (
 from gpuguard.kube.prune import decode_item
 from gpuguard.sources.yamlsafe import InputError
 from policies.config import Config
+from policies.dra.objects import CLAIM_RESOURCES, SERVED_VERSIONS
+from policies.dra.objects import GROUP as DRA_GROUP
 from policies.facts import ClusterFacts
 from policies.podspec import Workload
 
@@ -77,6 +82,12 @@ def workload_resources(discovery: Discovery, config: Config) -> list[tuple[Workl
     return found
 
 
+def claim_resources(discovery: Discovery) -> list[ServedResource]:
+    """ResourceClaims and ResourceClaimTemplates, judged like pod templates, where DRA is served."""
+    found = (discovery.find(DRA_GROUP, plural, SERVED_VERSIONS) for _, plural in CLAIM_RESOURCES)
+    return [r for r in found if r is not None]
+
+
 def _by_kind(discovery: Discovery, workload: Workload) -> ServedResource | None:
     if workload.group not in discovery.groups():
         return None
@@ -103,12 +114,15 @@ def audit_workloads(client: RestClient, discovery: Discovery, auditor: Auditor, 
                     page_size: int = PAGE_SIZE) -> int:
     """Feed every object of every kind gpuguard reads to ``auditor``; returns the kinds listed."""
     try:
-        resources = workload_resources(discovery, auditor.config)
+        resources = [r for _, r in workload_resources(discovery, auditor.config)]
+        claims = claim_resources(discovery)
     except ApiError as exc:
         auditor.error(error_for(exc.path, exc))
         return 0
+    pod_lists = [r for r in resources if r.kind == "Pod" and r.group == ""]
+    resources = [r for r in resources if r not in pod_lists] + claims + pod_lists  # pods stay last
     listed = 0
-    for _workload, resource in resources:
+    for resource in resources:
         if "list" not in resource.verbs:
             auditor.note(f"{resource.path} does not support list: not audited")
             continue
@@ -127,7 +141,8 @@ def audit_workloads(client: RestClient, discovery: Discovery, auditor: Auditor, 
 
 @dataclass(slots=True)
 class LiveFacts:
-    """What the audit reads of the cluster besides workloads: nodes (pruned), RuntimeClasses, NodePools."""
+    """What the audit reads of the cluster besides workloads: nodes (pruned), RuntimeClasses, NodePools
+    and the DRA objects."""
 
     facts: ClusterFacts
     nodes: list[Mapping[str, Any]] = field(default_factory=list)
@@ -152,7 +167,8 @@ def _optional(client: RestClient, discovery: Discovery, group: str, resource: st
 
 
 def list_facts(client: RestClient, discovery: Discovery, page_size: int = PAGE_SIZE) -> LiveFacts:
-    """Nodes (required: ApiError when they cannot be listed), RuntimeClasses and NodePools (notes)."""
+    """Nodes (required: ApiError when they cannot be listed), RuntimeClasses, NodePools and the DRA
+    objects (notes)."""
     nodes: list[Mapping[str, Any]] = []
     for page in list_pages(client, "/api/v1/nodes", page_size=page_size):
         for raw in page:
@@ -162,8 +178,23 @@ def list_facts(client: RestClient, discovery: Discovery, page_size: int = PAGE_S
     notes: list[str] = []
     classes = _optional(client, discovery, "node.k8s.io", "runtimeclasses", ("v1",), notes, pruned=True)
     pools = _optional(client, discovery, "karpenter.sh", "nodepools", ("v1",), notes, pruned=False)
-    facts = ClusterFacts.from_objects([*nodes, *classes, *pools], source="live cluster")
+    dra = _dra_objects(client, discovery, notes)
+    facts = ClusterFacts.from_objects([*nodes, *classes, *pools, *dra], source="live cluster")
     return LiveFacts(facts, nodes, notes)
+
+
+DRA_FACT_RESOURCES = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
+
+
+def _dra_objects(client: RestClient, discovery: Discovery, notes: list[str]) -> list[Mapping[str, Any]]:
+    found: list[Mapping[str, Any]] = []
+    before = len(notes)
+    for plural in DRA_FACT_RESOURCES:
+        found += _optional(client, discovery, DRA_GROUP, plural, SERVED_VERSIONS, notes, pruned=False)
+    if len(notes) > before:
+        notes.append(f"the {DRA_GROUP} objects are judged without any of them (one list failed)")
+        return []
+    return found
 
 
 def audit_cluster(api_client: Any, config: Config, facts: ClusterFacts, *, limit_per_namespace: int | None = None,

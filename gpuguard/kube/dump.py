@@ -32,7 +32,8 @@ from policies.pending.state import ClusterObjects
 MAX_DUMP_BYTES = 2 * 1024 * 1024 * 1024
 MAX_YAML_BYTES = MAX_FILE_BYTES
 STDIN = "-"
-KINDS = ("Node", "Pod", "Event", "PriorityClass", "RuntimeClass", "NodePool")
+KINDS = ("Node", "Pod", "Event", "PriorityClass", "RuntimeClass", "NodePool", "DeviceClass", "ResourceSlice",
+         "ResourceClaim", "ResourceClaimTemplate")
 
 
 @dataclass(slots=True)
@@ -143,4 +144,4 @@ def load_dumps(names: Sequence[str], *, max_bytes: int = MAX_DUMP_BYTES,
 
 def _count(objects: ClusterObjects) -> int:
     return (len(objects.nodes) + len(objects.pods) + len(objects.events) + len(objects.priority_classes)
-            + len(objects.runtime_classes) + len(objects.nodepools))
+            + len(objects.runtime_classes) + len(objects.nodepools) + len(objects.dra))

@@ -13,6 +13,10 @@ decoded with msgspec into pruned dicts (see prune.py), so a large cluster costs 
   supports; pending-gpus.md §1.5).
 * Nodes and pods are required; a failure to list events, PriorityClasses, RuntimeClasses or
   NodePools becomes a note (a 404 for NodePools means Karpenter is not installed: no note).
+* Dynamic Resource Allocation's DeviceClasses, ResourceSlices, ResourceClaims and
+  ResourceClaimTemplates are listed at the newest ``resource.k8s.io`` version served (v1, else
+  v1beta2, else v1beta1; 404 at every one: DRA is not served, no note).  They are kept all or none:
+  the devices without the claims that hold them (or the reverse) would misstate what is free.
 """
 
 from __future__ import annotations
@@ -35,6 +39,10 @@ HTTP_FORBIDDEN = 403
 HTTP_NOT_FOUND = 404
 NODEPOOL_GROUP, NODEPOOL_VERSION = "karpenter.sh", "v1"  # the version policies.karpenter reads
 HTTP_GONE = 410
+DRA_GROUP = "resource.k8s.io"
+DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")  # the versions policies.dra reads, newest first
+DRA_LISTS = (("DeviceClass", "deviceclasses"), ("ResourceSlice", "resourceslices"),
+             ("ResourceClaim", "resourceclaims"), ("ResourceClaimTemplate", "resourceclaimtemplates"))
 
 
 class LiveError(Exception):
@@ -148,9 +156,11 @@ def list_cluster(
     timeout: tuple[float, float] = (CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS),
     runtime_classes: bool = True,
     nodepools: bool = True,
+    dra: bool = True,
 ) -> LiveListing:
     """Nodes, non-terminal pods, FailedScheduling events, PriorityClasses (and RuntimeClasses and
-    Karpenter NodePools, which only the engine's static checks read; no NodePool CRD means none).
+    Karpenter NodePools, which only the engine's static checks read; no NodePool CRD means none; and
+    the DRA objects, when ``resource.k8s.io`` is served).
 
     ``namespace`` limits the events listed (the pods to explain live there); pods are listed
     cluster-wide unless that is forbidden.  Raises LiveError when nodes or pods cannot be listed.
@@ -207,8 +217,38 @@ def list_cluster(
             if _status_of(exc) != HTTP_NOT_FOUND:  # 404: Karpenter is not installed
                 listing.notes.append(f"Karpenter NodePools not listed ({_reason(exc)}); the static checks "
                                      "continue without them")
+    if dra:
+        _list_dra(lister, listing)
     listing.requests = lister.requests
     return listing
+
+
+def _list_dra(lister: _Lister, listing: LiveListing) -> None:
+    found: list[Any] = []
+    version = ""
+    try:
+        for kind, plural in DRA_LISTS:
+            items: list[Any] = []
+            for candidate in ((version,) if version else DRA_VERSIONS):
+                try:
+                    lister.collect("CustomObjectsApi", "list_cluster_custom_object", kind, items,
+                                   group=DRA_GROUP, version=candidate, plural=plural)
+                except Exception as exc:
+                    if _status_of(exc) == HTTP_NOT_FOUND and not version:
+                        continue  # an older version may be served
+                    raise
+                version = candidate
+                break
+            if not version:
+                return  # resource.k8s.io is not served: no DRA in this cluster
+            for item in items:  # list items carry no TypeMeta; policies.dra reads the version
+                item.setdefault("apiVersion", f"{DRA_GROUP}/{version}")
+            found.extend(items)
+    except Exception as exc:
+        listing.notes.append(f"DRA objects ({DRA_GROUP}) not listed ({_reason(exc)}); the analysis continues "
+                             "without DeviceClasses, ResourceSlices and ResourceClaims")
+        return
+    listing.objects.dra.extend(found)
 
 
 def api_client_from(kubeconfig: str | None, in_cluster: bool) -> Any:

@@ -3,8 +3,9 @@
 A 50,000-pod cluster lists hundreds of megabytes of JSON, most of it env, volumes and container
 statuses.  msgspec decodes into TypedDicts that name only the fields kept, skipping the rest
 without building Python objects for them; the result is still a plain dict in API shape.  Pods not
-yet bound to a node (the pending ones, which the engine's static rules judge in full) and Karpenter
-NodePools (capacity that can appear, in the engine's facts) are kept whole.  An item whose kept
+yet bound to a node (the pending ones, which the engine's static rules judge in full), Karpenter
+NodePools (capacity that can appear, in the engine's facts) and ``resource.k8s.io`` objects (DRA
+devices and claims, in the engine's facts) are kept whole.  An item whose kept
 fields have unexpected types is decoded whole instead, so nothing is lost to validation: the engine
 reads malformed objects defensively.
 """
@@ -99,6 +100,7 @@ class _Page(msgspec.Struct):
     items: list[msgspec.Raw] | None = None
 
 
+_KEPT_WHOLE = frozenset({"NodePool", "DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
 _PRUNED: msgspec.json.Decoder[Any] = msgspec.json.Decoder(PrunedObject)
 _WHOLE = msgspec.json.Decoder()
 PAGE = msgspec.json.Decoder(_Page)
@@ -117,8 +119,8 @@ def decode_item(raw: bytes | msgspec.Raw, kind: str | None = None) -> Any:
         return obj
     if kind and not obj.get("kind"):
         obj["kind"] = kind
-    # Karpenter NodePools are few and the engine reads their whole template
-    if obj.get("kind") == "NodePool" or (
+    # Karpenter NodePools are few and the engine reads their whole template; DRA objects in full
+    if obj.get("kind") in _KEPT_WHOLE or (
             obj.get("kind") == "Pod" and not (obj.get("spec") or {}).get("nodeName")):
         whole = _WHOLE.decode(raw)
         if isinstance(whole, dict):

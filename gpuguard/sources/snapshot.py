@@ -1,7 +1,9 @@
 """Cluster facts from a snapshot file (`kubectl get nodes,runtimeclasses -o yaml` or `-o json`).
 
 Karpenter clusters add their NodePools (`kubectl get nodes,runtimeclasses,nodepools.karpenter.sh
--o yaml`): capacity that can appear, so a snapshot may hold no GPU node at all.  ``sample`` names
+-o yaml`): capacity that can appear, so a snapshot may hold no GPU node at all.  Clusters with Dynamic
+Resource Allocation add `deviceclasses,resourceslices,resourceclaims,resourceclaimtemplates` (with
+`-A`): they become ``ClusterFacts.dra`` (policies.dra.facts).  ``sample`` names
 the cluster profile bundled with gpuguard (the same file as examples/cluster.yaml).
 
 JSON is parsed as JSON, by orjson; YAML by libyaml through the streaming parser, one ``List`` item

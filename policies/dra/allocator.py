@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from policies.dra import signature
 from policies.dra.cel import MAX_COST, compile_selector
 from policies.dra.inventory import Candidate, Inventory, Reach
 from policies.dra.objects import (
@@ -174,7 +175,7 @@ class _Selection:
                 self.undecided_reasons.add("the CEL evaluation budget was exhausted")
                 verdict = None
                 continue
-            result = compiled.evaluate(candidate.device.prepared, min(MAX_COST, self.budget))
+            result = signature.evaluate(compiled, candidate.device, min(MAX_COST, self.budget))
             self.budget -= result.cost
             if result.error is not None:
                 raise _Stop(f"{owner}: selector #{i} on device {candidate.id}: CEL runtime error: {result.error}")

@@ -14,6 +14,7 @@ considered allocated (the scheduler plugin's ``foreachAllocatedDevice``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -167,7 +168,7 @@ class Inventory:
             return cached
         candidates: list[Candidate] = []
         pools: list[Pool] = []
-        for pool in self.pools.values():
+        for pool in self._pools_near(node):
             touched = False
             for item in pool.slices:
                 if item.per_device_node_selection:
@@ -187,6 +188,27 @@ class Inventory:
             self._reach[key] = result
         return result
 
+    @functools.cached_property
+    def _pools_by_node(self) -> tuple[tuple[Pool, ...], dict[str, list[int]], list[int]]:
+        """The pools in order, the positions of node-local pools by their node, and the others'."""
+        ordered = tuple(self.pools.values())
+        by_node: dict[str, list[int]] = {}
+        elsewhere: list[int] = []
+        for i, pool in enumerate(ordered):
+            names = {s.node_name for s in pool.slices}
+            if all(s.node_name and not s.per_device_node_selection for s in pool.slices):
+                for name in names:
+                    by_node.setdefault(str(name), []).append(i)
+            else:
+                elsewhere.append(i)
+        return ordered, by_node, elsewhere
+
+    def _pools_near(self, node: NodeFacts | None) -> list[Pool]:
+        """The pools that may have a slice for ``node``, in pool order (a node-local pool only for its node)."""
+        ordered, by_node, elsewhere = self._pools_by_node
+        local = by_node.get(node.name, []) if node is not None else []
+        return [ordered[i] for i in sorted({*elsewhere, *local})]
+
     def devices(self, driver: str | None = None) -> Iterator[tuple[Pool, ResourceSlice, Device]]:
         for pool in self.pools.values():
             if driver is not None and pool.id.driver != driver:
@@ -202,7 +224,14 @@ class Inventory:
         as CEL sees them.
         """
         out: dict[str, set[str]] = {}
-        for _, _, device in self.devices(driver):
+        shapes: set[tuple[tuple[str, tuple[str, ...]], ...]] = set()
+        for _, _, device in self.devices(driver):  # devices of one model share a shape: judge each once
+            shape = tuple(
+                (name, tuple(k for k, v in raw.items() if v is not None)) for name, raw in device.attributes.items()
+            )
+            if shape in shapes:
+                continue
+            shapes.add(shape)
             for name, raw in device.attributes.items():
                 qualified = name if "/" in name else f"{driver}/{name}"
                 kind = attribute_kind(raw)

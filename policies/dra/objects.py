@@ -21,6 +21,10 @@ from typing import Any
 from policies.dra.cel import PreparedDevice, prepare_device
 
 GROUP = "resource.k8s.io"
+# The claim kinds gpuguard judges as workloads (kind, plural resource), and the API versions that serve
+# them with the shapes it reads (k8s.io/api resource/{v1,v1beta2,v1beta1}, Kubernetes 1.32+).
+CLAIM_RESOURCES = (("ResourceClaim", "resourceclaims"), ("ResourceClaimTemplate", "resourceclaimtemplates"))
+SERVED_VERSIONS = ("v1", "v1beta2", "v1beta1")
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -71,6 +71,7 @@ class NodeAllocation:
     pod_count: int = 0
     pods: list[PodInfo] = field(default_factory=list)  # bound, not terminal
     nominated: list[PodInfo] = field(default_factory=list)  # pending pods nominated here
+    dra_gpus: frozenset[str] = frozenset()  # GPU resources DRA serves here (policies/pending/dra.py)
 
     @property
     def name(self) -> str:

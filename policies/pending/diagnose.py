@@ -4,7 +4,9 @@ The kinds, in order: ``gated`` (a scheduling gate holds the pod; nothing else ap
 ``static`` (the engine's findings for the pod, supplied by the caller), ``scheduler`` (the parsed
 scheduler message), ``insufficient`` / ``fragmentation``, ``unhealthy-devices`` /
 ``device-plugin-down`` (including cordoned and NotReady GPU nodes the pod could otherwise use),
-``idle-holders`` (with utilization data) and ``preemptible``.
+``idle-holders`` (with utilization data) and ``preemptible``.  A pod asking for an extended resource
+that Dynamic Resource Allocation serves gets ``dra-served`` instead of the counts, health, idle and
+preemption reasons, which all count device-plugin GPUs (policies/pending/dra.py).
 
 Pure: the caller passes the state, the static findings per pod and, optionally, GPU utilization
 per pod (from DCGM via Prometheus, converted to :class:`GpuUse`).
@@ -36,7 +38,9 @@ UNHEALTHY = health.UNHEALTHY
 PLUGIN_DOWN = health.PLUGIN_DOWN
 IDLE_HOLDERS = "idle-holders"
 PREEMPTIBLE = "preemptible"
-KINDS = (GATED, STATIC, SCHEDULER, INSUFFICIENT, FRAGMENTATION, UNHEALTHY, PLUGIN_DOWN, IDLE_HOLDERS, PREEMPTIBLE)
+DRA_SERVED = fitmod.DRA_SERVED
+KINDS = (GATED, STATIC, SCHEDULER, DRA_SERVED, INSUFFICIENT, FRAGMENTATION, UNHEALTHY, PLUGIN_DOWN, IDLE_HOLDERS,
+         PREEMPTIBLE)
 LIST_LIMIT = 5
 
 
@@ -106,6 +110,8 @@ def _names(items: Iterable[str], limit: int = LIST_LIMIT) -> tuple[str, ...]:
 
 
 def _fit_reason(report: FitReport) -> Reason | None:
+    if report.verdict == fitmod.DRA_SERVED:
+        return Reason(DRA_SERVED, report.message())
     if report.verdict == fitmod.FRAGMENTED:
         return Reason(FRAGMENTATION, report.message(), _names(n.node for n in report.best()))
     if report.verdict in (fitmod.INSUFFICIENT, fitmod.NO_ELIGIBLE, fitmod.NO_GPU_NODE):
@@ -263,6 +269,9 @@ def diagnose(
         fit_reason = _fit_reason(report)
         if fit_reason:
             reasons.append(fit_reason)
+        if report.verdict == fitmod.DRA_SERVED:
+            out.pods.append(PodDiagnosis(pod, reasons, verdict, report))
+            continue
         if report.verdict != fitmod.FITS:
             reasons.extend(_health_reasons(report, issues_of))
         if use is not None:

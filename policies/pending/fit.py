@@ -14,8 +14,10 @@ scheduler's filters would (pending-gpus.md §2, §3):
 Verdicts: ``fits`` (some node has room now), ``fragmented`` (Σ free over the nodes that fit the pod
 otherwise reaches the request, but no single node has it), ``insufficient`` (Σ free is short),
 ``no-eligible-node`` (every GPU node is blocked or short of other resources), ``no-gpu-node`` (no
-node offers the resource).  The fit test is per node, so a pod needing N GPUs needs one node with
-N free [K-fit].
+node offers the resource), ``dra-served`` (Dynamic Resource Allocation serves a requested resource
+through a DeviceClass's ``extendedResourceName``: its free devices are not device-plugin counts, so
+the pod is not judged by them; policies/pending/dra.py).  The fit test is per node, so a pod needing
+N GPUs needs one node with N free [K-fit].
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ FRAGMENTED = "fragmented"
 INSUFFICIENT = "insufficient"
 NO_ELIGIBLE = "no-eligible-node"
 NO_GPU_NODE = "no-gpu-node"
+DRA_SERVED = "dra-served"
 
 BLOCK_CORDON = "cordoned"
 BLOCK_SELECTOR = "node selector/affinity"
@@ -122,6 +125,7 @@ class FitReport:
     source: NodeSource | None = field(default=None, repr=False)
     unresolvable_count: int = 0  # nodes excluded by cordon, node affinity or taints
     node_count: int = 0  # GPU nodes offering every requested resource
+    dra_classes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # DRA_SERVED: resource -> classes
 
     @property
     def nodes(self) -> tuple[NodeFit, ...]:
@@ -150,6 +154,11 @@ class FitReport:
         want = ", ".join(f"{n} {r}" for r, n in self.wants.items())
         if self.verdict == NO_GPU_NODE:
             return f"no node offers {', '.join(self.missing)} (the pod asks {want})"
+        if self.verdict == DRA_SERVED:
+            served = ", ".join(f"{r} by DeviceClass {' or '.join(self.dra_classes[r])}" for r in self.missing)
+            return (f"served by Dynamic Resource Allocation (extendedResourceName): {served}; the scheduler "
+                    f"allocates it from ResourceSlices, which this analysis does not count, so it does not judge "
+                    f"whether the pod fits (the pod asks {want})")
         if self.verdict == FITS:
             n = sum(1 for x in self.open_nodes if x.fits)
             return f"{n} node(s) have room for {want} now; the scheduler has not placed the pod yet"
@@ -171,7 +180,8 @@ class FitReport:
     def for_pod(self, pod: PodInfo) -> FitReport:
         """The same analysis for another pod with the same demands."""
         return FitReport(pod, self.wants, self.verdict, self.resources, self.open_nodes, self.blocked,
-                         self.missing, self.eligible_count, self.source, self.unresolvable_count, self.node_count)
+                         self.missing, self.eligible_count, self.source, self.unresolvable_count, self.node_count,
+                         self.dra_classes)
 
 
 def _constraints_only(pod: PodInfo) -> tuple[str, ...]:
@@ -271,6 +281,9 @@ class FitAnalyser:
 
     def _analyse(self, pod: PodInfo) -> FitReport:
         wants = dict(sorted(pod.gpus.items()))
+        served = {r: self.state.dra_served[r] for r in wants if r in self.state.dra_served}
+        if served:
+            return FitReport(pod, wants, DRA_SERVED, (), (), {}, tuple(served), dra_classes=served)
         missing = tuple(r for r in wants if r not in self._offered)
         if missing or not wants:
             return FitReport(pod, wants, NO_GPU_NODE, (), (), {}, missing)

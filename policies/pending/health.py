@@ -15,6 +15,8 @@
   ``newGPULabelers``), where those GPUs are advertised as ``nvidia.com/mig-*`` instead; with
   sharing, the plugin may advertise ``nvidia.com/gpu.shared`` (api/config/v1/consts.go
   ``DefaultSharedResourceNameSuffix``).  Both cases are not a plugin outage.
+* Nor is a node whose GPUs a DRA driver publishes (``NodeAllocation.dra_gpus``): DRA and the device
+  plugin do not serve the same GPUs on one node (policies/pending/dra.py).
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def node_issues(alloc: NodeAllocation) -> list[HealthIssue]:
     issues: list[HealthIssue] = []
     for resource in sorted(alloc.gpus):
         issue = _resource_issue(node, resource, alloc.gpus[resource])
-        if issue is not None:
+        if issue is not None and not (issue.kind == PLUGIN_DOWN and resource in alloc.dra_gpus):
             issues.append(issue)
     held = sum(c.usable for c in alloc.gpus.values())
     if node.cordoned:

@@ -2,7 +2,9 @@
 
 Built from plain API objects (``kubectl get nodes,pods,events,priorityclasses -A -o yaml``, as
 ``List``s or single objects; list items from the API server without ``kind`` can be passed per
-kind to :meth:`ClusterState.build`).
+kind to :meth:`ClusterState.build`).  ``resource.k8s.io`` objects (DeviceClasses, ResourceSlices,
+ResourceClaims, ResourceClaimTemplates) become ``facts.dra``, so the engine's findings and the
+device-plugin counts know what DRA serves (policies/pending/dra.py).
 """
 
 from __future__ import annotations
@@ -11,14 +13,18 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from policies.dra.facts import dra_facts_from_objects
+from policies.dra.objects import GROUP as DRA_GROUP
 from policies.facts import ClusterFacts, RuntimeClassFacts, runtime_class_from_object
 from policies.karpenter import is_nodepool
 from policies.pending.allocation import DEFAULT_POOL_LABELS, ClusterAllocation, build_allocation
+from policies.pending.dra import mark_dra_gpus
 from policies.pending.events import EventIndex, SchedulingEvent, event_from_object
 from policies.pending.objects import NodeInfo, PodInfo, PodReader, PriorityClasses, node_info
 from policies.resources import GpuResourceNames
 
 EVENT_KINDS = ("Event",)
+DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
 
 
 def flatten(objects: Iterable[Any]) -> Iterable[Mapping[str, Any]]:
@@ -43,6 +49,7 @@ class ClusterObjects:
     priority_classes: list[Mapping[str, Any]] = field(default_factory=list)
     runtime_classes: list[Mapping[str, Any]] = field(default_factory=list)
     nodepools: list[Mapping[str, Any]] = field(default_factory=list)  # Karpenter: for the engine's facts
+    dra: list[Mapping[str, Any]] = field(default_factory=list)  # resource.k8s.io objects (DRA_KINDS)
     other: int = 0  # objects of other kinds, ignored
 
     def add(self, obj: Mapping[str, Any]) -> None:
@@ -59,6 +66,8 @@ class ClusterObjects:
             self.runtime_classes.append(obj)
         elif is_nodepool(obj):
             self.nodepools.append(obj)
+        elif kind in DRA_KINDS and str(obj.get("apiVersion") or "").startswith(DRA_GROUP + "/"):
+            self.dra.append(obj)
         else:
             self.other += 1
 
@@ -80,6 +89,8 @@ class ClusterState:
     events: EventIndex
     is_gpu: Callable[[str], bool]
     _by_key: dict[str, PodInfo] = field(default_factory=dict, repr=False)
+    # GPU resources DRA serves through a DeviceClass's extendedResourceName -> those classes
+    dra_served: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -97,11 +108,13 @@ class ClusterState:
             rc = runtime_class_from_object(obj)
             if rc is not None:
                 runtime[rc.name] = rc
-        facts = ClusterFacts(nodes=tuple(n.facts for n in nodes), runtime_classes=runtime, source="pending")
+        dra = dra_facts_from_objects(objects.dra) if objects.dra else None
+        facts = ClusterFacts(nodes=tuple(n.facts for n in nodes), runtime_classes=runtime, source="pending", dra=dra)
         events: list[SchedulingEvent] = [e for e in map(event_from_object, objects.events) if e is not None]
         allocation = build_allocation(nodes, pods, reader.is_gpu, pool_labels)
+        served = mark_dra_gpus(facts, allocation)
         return cls(nodes, pods, classes, allocation, facts, EventIndex(events), reader.is_gpu,
-                   {p.key: p for p in pods})
+                   {p.key: p for p in pods}, served)
 
     @classmethod
     def from_objects(cls, objects: Iterable[Any], gpu_names: Callable[[str], bool] | None = None) -> ClusterState:

@@ -32,6 +32,17 @@ driver: the pod disables or overrides the requirement, or the image's own requir
 than it needs (NGC framework images say ``cuda>=9.0``; Google Cloud's TGI images on CUDA 12.4 say
 ``cuda>=12.1``).  Such notes never raise the severity: the node verdicts decide it.
 
+GPUs from Dynamic Resource Allocation are judged the same way, with the driver read off the devices
+instead of node labels (``policies.cuda.dra``): NVIDIA's DRA driver publishes ``driverVersion`` and
+``cudaDriverVersion`` (plus ``productName``, ``brand`` and ``cudaComputeCapability``) on every GPU
+and MIG device.  A container that uses ``resources.claims`` is checked against the devices its
+claim's requests can get on the nodes the pod can land on (the claim resolved in the same input or
+the cluster); a container whose ``nvidia.com/gpu`` DRA serves (``extendedResourceName``) is checked
+on such nodes against the serving class's devices.  The claim is another object, so its fix is not
+a patch: the remediation proposes a CEL selector (``device.attributes["gpu.nvidia.com"]
+.driverVersion.compareTo(semver("580.65.6")) >= 0``) that keeps exactly the devices that run the
+image, compiled with gpuguard's Kubernetes CEL and checked against those devices first.
+
 Failing (the only untainted GPU node is a Tesla T4 on driver 470, which CUDA 13 images do not
 accept)::
 
@@ -57,6 +68,7 @@ Options: ``imageRules`` — ``[{pattern: "<regex>", cudaVersion: "12.4"}]`` for 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +76,7 @@ from typing import Any
 from policies.cuda.affinity import affinity_fix, driver_terms
 from policies.cuda.compat import Mode, Requirement, native_cuda_text, requirement
 from policies.cuda.containers import gpu_containers
+from policies.cuda.dra import DraAssessment, assess, dra_driver_labels
 from policies.cuda.need import Need, container_need
 from policies.cuda.require import Check, Start
 from policies.cuda.resolve import parse_image_rules
@@ -74,6 +87,7 @@ from policies.images import node_arch
 from policies.memo import CudaJudgementKey
 from policies.podspec import ContainerRef
 from policies.rule import NeedsFacts, Option, RuleContext
+from policies.rulekit import runnable_containers
 from policies.scheduling import GroupVerdict, term_matches
 from policies.types import RelOp, Severity, Violation
 
@@ -405,23 +419,99 @@ def _judgement(needs: dict[str, Need], candidates: list[GroupVerdict], arches: l
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
+    yield from _by_node_labels(ctx)
+    yield from _by_dra_devices(ctx)
+
+
+def _dra_message(a: DraAssessment, severity: Severity) -> str:
+    parts = []
+    for mode in _MODE_ORDER:
+        rows = [r for r in a.rows if r.mode is mode]
+        if rows:
+            parts.append(f"{mode.value}: " + "; ".join(r.describe() for r in rows))
+    verdict = {
+        Severity.ERROR: "no DRA GPU it can get runs it",
+        Severity.WARNING: (
+            "some DRA GPUs it can get cannot run it"
+            if any(r.mode is Mode.INCOMPATIBLE for r in a.rows)
+            else "it runs only in a compatibility mode on every DRA GPU it can get"
+        ),
+        Severity.INFO: "it runs natively on some DRA GPUs it can get, only in a compatibility mode on others",
+    }[severity]
+    sources = ", ".join(s.what for s in a.sources)
+    notes = list(a.need.notes)
+    noted = f" Note: {'; '.join(notes)}." if notes else ""
+    source = a.req.source
+    return (
+        f"container {a.container.name!r}: image {a.image} needs CUDA {a.req.cuda_text} (from {source}; "
+        f"native driver {a.req.describe_native()}), {verdict} (devices of {sources}, by their driverVersion and "
+        f"cudaDriverVersion attributes) — " + " | ".join(parts) + noted
+    )
+
+
+def _dra_remediation(a: DraAssessment) -> str:
+    if a.fix_selector is not None:
+        claims = sorted({s.claim.label for s in a.sources if s.claim is not None})
+        where = f" of {', '.join(claims)}" if claims else ""
+        return (
+            f"Add this CEL selector to the request{where} so that only GPUs whose driver runs the image are "
+            f"allocated: {a.fix_selector}"
+        )
+    return (
+        f"Upgrade the driver on the nodes with these GPUs to {a.req.describe_native()}, or use an image built "
+        "for the CUDA version they support (their cudaDriverVersion)."
+    )
+
+
+def _by_dra_devices(ctx: RuleContext) -> Iterator[Violation]:
+    if ctx.dra.inventory is None:
+        return
+    containers = list(runnable_containers(ctx.pod))
+    rules, _problems = parse_image_rules(ctx.options.get("imageRules"))
+    assessments = assess(ctx.pod, ctx.obj, ctx.facts, ctx.dra, ctx.images, containers, rules, _annotations(ctx))
+    for a in assessments:
+        severity = _grade([r.mode for r in a.rows])
+        if severity is None:
+            continue
+        yield Violation(
+            message=_dra_message(a, severity),
+            path=(*a.container.path, "image"),
+            severity=severity,
+            remediation=_dra_remediation(a),
+        )
+
+
+def _with_dra_labels(ctx: RuleContext, v: GroupVerdict) -> GroupVerdict:
+    """A candidate whose GPU resource DRA serves, with driver labels read off its devices."""
+    first = v.nodes[0]
+    labels = dra_driver_labels(first, ctx.gpu_requests(), ctx.dra) if first.dra_served else None
+    if labels is None:
+        return v
+    node = dataclasses.replace(first, labels={**first.labels, **labels})
+    return dataclasses.replace(v, nodes=(node, *v.nodes[1:]))
+
+
+def _by_node_labels(ctx: RuleContext) -> Iterator[Violation]:
     containers = gpu_containers(ctx.pod, ctx.is_gpu)
     if not containers:
         return
-    candidates = [
+    passing = [
         v
         for v in ctx.verdicts()
         # Only nodes the pod can land on count; when none can, the scheduling rules explain why.
         if v.passes
     ]
-    if not candidates:
+    if not passing:
         return
+    candidates = [_with_dra_labels(ctx, v) for v in passing]
+    # A node affinity on GFD labels would shut out nodes whose driver is known from DRA devices only.
+    from_devices = any(c is not v for c, v in zip(candidates, passing, strict=True))
     rules, _problems = parse_image_rules(ctx.options.get("imageRules"))
     annotations = _annotations(ctx)
     assessments = [a for c in containers if (a := _assess(ctx, c, candidates, rules, annotations)) is not None]
     if not assessments:
         return
-    fix = _pod_fix(ctx, assessments, candidates)
+    fix = () if from_devices else _pod_fix(ctx, assessments, candidates)
     for i, a in enumerate(assessments):
         yield Violation(
             message=_message(a),

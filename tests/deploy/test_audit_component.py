@@ -43,6 +43,7 @@ def test_the_audit_lists_every_kind_it_reads_and_writes_only_reports() -> None:
     role, binding = load_yaml_docs(AUDIT / "rbac.yaml")
     workloads = {(w.group, w.resource) for w in load_config(None).workload_index.values()}
     expected = {(g, r, "list") for g, r in workloads}
+    expected |= {("resource.k8s.io", r, "list") for r in ("resourceclaims", "resourceclaimtemplates")}  # DRA claims
     expected |= {("wgpolicyk8s.io", r, v) for r in ("policyreports", "clusterpolicyreports")
                  for v in ("get", "list", "create", "update")}
     assert grants(role) == expected

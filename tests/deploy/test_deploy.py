@@ -14,6 +14,7 @@ import yaml
 
 from gpuguard.cli import main as gpuguard
 from policies.config import load_config
+from policies.dra.objects import CLAIM_RESOURCES, SERVED_VERSIONS
 from policies.podspec import WORKLOADS, Workload, extract
 from tests.support.paths import ROOT, load_yaml_docs
 
@@ -86,7 +87,7 @@ def test_manifest_is_a_valid_kubernetes_object(doc: dict[str, Any]) -> None:
     kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
 
 
-def test_rbac_reads_only_nodes_runtimeclasses_and_nodepools() -> None:
+def test_rbac_reads_only_cluster_facts() -> None:
     role = one("ClusterRole")
     granted = {
         (group, resource, verb)
@@ -97,7 +98,11 @@ def test_rbac_reads_only_nodes_runtimeclasses_and_nodepools() -> None:
     }
     expected = {
         (group, resource, verb)
-        for group, resource in (("", "nodes"), ("node.k8s.io", "runtimeclasses"), ("karpenter.sh", "nodepools"))
+        for group, resource in (
+            ("", "nodes"), ("node.k8s.io", "runtimeclasses"), ("karpenter.sh", "nodepools"),
+            *(("resource.k8s.io", r) for r in ("deviceclasses", "resourceslices", "resourceclaims",
+                                                "resourceclaimtemplates")),
+        )
         for verb in ("get", "list", "watch")
     }
     assert granted == expected
@@ -223,6 +228,8 @@ def test_webhook_rules_cover_exactly_the_extractor_kinds(kind: str, webhook: dic
                 covered.setdefault((group, resource), set()).update(rule["apiVersions"])
     expected = {(w.group, w.resource): set(w.versions) for w in WORKLOADS}
     expected[("", "pods/ephemeralcontainers")] = {"v1"}  # kubectl debug: see webhook/admission.py
+    for _, plural in CLAIM_RESOURCES:  # DRA claims are judged as objects
+        expected[("resource.k8s.io", plural)] = set(SERVED_VERSIONS)
     assert covered == expected
 
 
@@ -316,6 +323,13 @@ def gpu_fixtures() -> dict[str, dict[str, Any]]:
         "katib-experiment": obj("kubeflow.org/v1beta1", "Experiment", {"trialTemplate": {"trialSpec": obj(
             "batch/v1", "Job", {"template": template(pod_spec(container(resources=GPU)))}
         )}}),
+        # NVIDIA/k8s-dra-driver-gpu demo/specs/quickstart/v1/gpu-test1.yaml and gpu-test3.yaml
+        "resourceclaimtemplate": obj("resource.k8s.io/v1", "ResourceClaimTemplate", {"spec": {"devices": {
+            "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}),
+        "resourceclaim": obj("resource.k8s.io/v1", "ResourceClaim", {"devices": {
+            "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}),
+        "resourceclaim-v1beta1": obj("resource.k8s.io/v1beta1", "ResourceClaim", {"devices": {
+            "requests": [{"name": "gpu", "deviceClassName": "gpu.nvidia.com"}]}}),
     }
 
 
@@ -342,6 +356,7 @@ def non_gpu_fixtures() -> dict[str, dict[str, Any]]:
         "empty-deployment": obj("apps/v1", "Deployment", {}),
         "no-spec": obj("v1", "Pod", None),
         "configmap": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}},
+        "resourceclaim-other-group": obj("example.com/v1", "ResourceClaim", {"devices": {}}),
     }
 
 

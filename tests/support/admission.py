@@ -11,7 +11,8 @@ import orjson
 from tests.support.paths import FIXTURES
 
 ADMISSION = FIXTURES / "admission"
-PLURALS = {"Pod": "pods", "Deployment": "deployments", "Job": "jobs", "PyTorchJob": "pytorchjobs"}
+PLURALS = {"Pod": "pods", "Deployment": "deployments", "Job": "jobs", "PyTorchJob": "pytorchjobs",
+           "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates"}
 OPTIONS = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
 USERS = {
     "alice": {"username": "alice@example.com", "uid": "b7f6f0a2-5c1e-4a57-9d7c-2f0d1c3e4a5b",

@@ -40,6 +40,10 @@ PATHS: dict[str, str] = {
     "/api/v1/pods": "pods",
     "/api/v1/events": "events",
     "/apis/scheduling.k8s.io/v1/priorityclasses": "priorityclasses",
+    "/apis/resource.k8s.io/v1/deviceclasses": "deviceclasses",
+    "/apis/resource.k8s.io/v1/resourceslices": "resourceslices",
+    "/apis/resource.k8s.io/v1/resourceclaims": "resourceclaims",
+    "/apis/resource.k8s.io/v1/resourceclaimtemplates": "resourceclaimtemplates",
 }
 # Workload kinds (for the audit), a CRD kind among them, and the policy report kinds:
 # resource -> (group, version, kind, namespaced).
@@ -58,7 +62,10 @@ MORE_RESOURCES: dict[str, tuple[str, str, str, bool]] = {
 }
 for _res, (_group, _version, _kind, _ns) in MORE_RESOURCES.items():
     PATHS[f"/apis/{_group}/{_version}/{_res}"] = _res
-NAMESPACED = frozenset({"pods", "events", *(r for r, info in MORE_RESOURCES.items() if info[3])})
+NAMESPACED = frozenset({"pods", "events", "resourceclaims", "resourceclaimtemplates",
+                        *(r for r, info in MORE_RESOURCES.items() if info[3])})
+# Dynamic Resource Allocation (resource.k8s.io/v1): served only when a test asks for them.
+DRA_RESOURCES = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
 # What a server serves unless told otherwise (the webhook's facts); ALL_RESOURCES adds the rest.
 DEFAULT_RESOURCES = ("nodes", "runtimeclasses", "nodepools")
 TYPE_META: dict[str, dict[str, str]] = {
@@ -68,6 +75,10 @@ TYPE_META: dict[str, dict[str, str]] = {
     "pods": {"apiVersion": "v1", "kind": "Pod"},
     "events": {"apiVersion": "v1", "kind": "Event"},
     "priorityclasses": {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass"},
+    "deviceclasses": {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass"},
+    "resourceslices": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice"},
+    "resourceclaims": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"},
+    "resourceclaimtemplates": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"},
 }
 LIST_META: dict[str, dict[str, str]] = {
     "nodes": {"apiVersion": "v1", "kind": "NodeList"},
@@ -76,11 +87,15 @@ LIST_META: dict[str, dict[str, str]] = {
     "pods": {"apiVersion": "v1", "kind": "PodList"},
     "events": {"apiVersion": "v1", "kind": "EventList"},
     "priorityclasses": {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClassList"},
+    "deviceclasses": {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClassList"},
+    "resourceslices": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSliceList"},
+    "resourceclaims": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimList"},
+    "resourceclaimtemplates": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplateList"},
 }
 for _res, (_group, _version, _kind, _ns) in MORE_RESOURCES.items():
     TYPE_META[_res] = {"apiVersion": f"{_group}/{_version}", "kind": _kind}
     LIST_META[_res] = {"apiVersion": f"{_group}/{_version}", "kind": f"{_kind}List"}
-ALL_RESOURCES = tuple(TYPE_META)
+ALL_RESOURCES = tuple(r for r in TYPE_META if r not in DRA_RESOURCES)
 # Resources of CRDs: answered with 404 until the test "installs" the CRD (``absent.discard``).
 OPTIONAL = frozenset({"nodepools", "pytorchjobs", "policyreports", "clusterpolicyreports", "reports",
                       "clusterreports"})

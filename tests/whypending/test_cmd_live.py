@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tests.support.cluster_objects import core_event
-from tests.support.fake_apiserver import ALL_RESOURCES, FakeApiServer, nodepool, serving
+from tests.support.fake_apiserver import ALL_RESOURCES, DRA_RESOURCES, FakeApiServer, nodepool, serving
 from tests.support.paths import ROOT
 from tests.support.proc import Run, gpuguard
 from tests.support.prometheus import free_port
@@ -23,7 +23,8 @@ pytestmark = pytest.mark.integration
 RESOURCE_OF = {"Node": "nodes", "Pod": "pods", "Event": "events", "PriorityClass": "priorityclasses",
                "RuntimeClass": "runtimeclasses", "NodePool": "nodepools"}
 GROUP_OF = {"nodes": "", "pods": "", "events": "", "priorityclasses": "scheduling.k8s.io",
-            "runtimeclasses": "node.k8s.io", "nodepools": "karpenter.sh"}
+            "runtimeclasses": "node.k8s.io", "nodepools": "karpenter.sh",
+            **dict.fromkeys(DRA_RESOURCES, "resource.k8s.io")}
 
 
 def api_view(parts: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
@@ -38,7 +39,7 @@ def api_view(parts: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str,
 
 @pytest.fixture
 def api() -> Iterator[FakeApiServer]:
-    state = FakeApiServer(ALL_RESOURCES)
+    state = FakeApiServer((*ALL_RESOURCES, *DRA_RESOURCES))  # DRA served (with no objects)
     for obj in objects(api_view(cluster())):
         state.put(RESOURCE_OF[obj["kind"]], obj)
     with serving(state):

@@ -104,6 +104,11 @@ class CompiledSelector:
     def ok(self) -> bool:
         return self.issue is None
 
+    @property
+    def program_root(self) -> ast.Expr | None:
+        """The checked expression tree when gpuguard evaluates it (policies.dra.signature reads it)."""
+        return self._program.root if self._program is not None else None
+
     def evaluate(self, device: PreparedDevice, cost_limit: int = MAX_COST) -> MatchResult:
         """Evaluate against one device; never raises."""
         if self.issue is not None:

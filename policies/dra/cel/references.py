@@ -113,6 +113,11 @@ def _reference(node: ast.Expr, env: Env) -> AttributeRef | None:
     return None
 
 
+def reference_of(node: ast.Expr) -> AttributeRef | None:
+    """``node`` as one read of ``device.attributes``/``device.capacity`` (no ``cel.bind`` variables)."""
+    return _reference(node, {})
+
+
 def _usage(ref: AttributeRef, node: ast.Expr, parent: ast.Expr | None) -> AttributeRef:
     if ref.presence_test or not isinstance(parent, ast.Call):
         return ref

@@ -16,6 +16,8 @@ from tests.support.paths import CORPUS, requires_shared
 EXPECTED: dict[str, tuple[int, ...] | str] = {
     "docker.io/vllm/vllm-openai:v0.10.0": (12, 8, 1),
     "vllm/vllm-openai:v0.8.5": (12, 4, 0),
+    # used through DRA claims (NVIDIA's DRA demos), judged since the CUDA rule covers DRA GPUs
+    "nvcr.io/nvidia/k8s/cuda-sample:nbody-cuda11.6.0-ubuntu18.04": (11, 6, 0),
     "nvcr.io/nvidia/k8s/cuda-sample:nbody-cuda11.7.1-ubuntu18.04": (11, 7, 1),
     "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda11.7.1-ubuntu20.04": (11, 7, 1),
     "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0": (12, 5, 0),
@@ -33,6 +35,7 @@ EXPECTED: dict[str, tuple[int, ...] | str] = {
     "ubuntu": "no-cuda",
     "ubuntu:18.04": "no-cuda",
     "ubuntu:22.04": "no-cuda",
+    "ubuntu:24.04": "no-cuda",
 }
 
 

@@ -1,0 +1,77 @@
+"""The DRA objects of the inputs being checked: what a pod's claims resolve to before the cluster's.
+
+A manifest set usually carries its ResourceClaimTemplates (and sometimes ResourceClaims and
+DeviceClasses) beside the pods that use them: NVIDIA's demos put them in the same file, a chart
+renders them into one stream, a kustomization keeps them in sibling files.  ``DraCollector`` picks
+them out of texts — only texts that mention ``resource.k8s.io`` are parsed — with the streaming
+parser (bounded memory), keeping at most ``MAX_OBJECTS`` objects as parsed views
+(``policies.dra.facts.input_layer``).  Input errors are left to the linter, which reports them
+when it reads the same text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuguard.sources.yamlsafe import InputError
+from gpuguard.sources.yamlstream import ListEnd, stream
+from policies.dra.facts import NO_INPUTS, DraInputs, InputLayer, input_layer
+
+GROUP = "resource.k8s.io/"
+KINDS = frozenset({"DeviceClass", "ResourceClaim", "ResourceClaimTemplate"})
+MAX_OBJECTS = 10_000
+
+
+def _wanted(data: Any) -> bool:
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("apiVersion"), str)
+        and data["apiVersion"].startswith(GROUP)
+        and data.get("kind") in KINDS
+    )
+
+
+def dra_objects(text: str, name: str, limit: int = MAX_OBJECTS) -> list[dict[str, Any]]:
+    """The DeviceClasses, ResourceClaims and ResourceClaimTemplates in ``text`` (Lists flattened)."""
+    if GROUP not in text:
+        return []
+    found: list[dict[str, Any]] = []
+    for item in stream(text, name):
+        if isinstance(item, (InputError, ListEnd)):
+            continue
+        data = item.data
+        items = data.get("items") if isinstance(data, dict) else None
+        candidates: list[Any] = items if isinstance(items, list) else [data]
+        for obj in candidates:
+            if _wanted(obj):
+                found.append(obj)
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+def layer_of(text: str, name: str) -> InputLayer | None:
+    objects = dra_objects(text, name)
+    return input_layer(objects) if objects else None
+
+
+@dataclass(slots=True)
+class DraCollector:
+    """The DRA objects of a whole run, gathered text by text."""
+
+    objects: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, text: str, name: str) -> None:
+        room = MAX_OBJECTS - len(self.objects)
+        if room > 0:
+            self.objects.extend(dra_objects(text, name, room))
+
+    def inputs(self) -> DraInputs:
+        return DraInputs((input_layer(self.objects),)) if self.objects else NO_INPUTS
+
+
+def with_file(run: DraInputs, text: str, name: str) -> DraInputs:
+    """The run's inputs with ``text``'s own objects nearest."""
+    layer = layer_of(text, name)
+    return run.nearer(layer) if layer is not None else run
