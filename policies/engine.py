@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies import pointer
+from policies.applicability import Applies, Profile, snapshot_profile, template_profile
 from policies.config import Config, RuleSettings
 from policies.digest import TooDeep
 from policies.dra.facts import NO_INPUTS, DraInputs, DraView
@@ -15,12 +16,12 @@ from policies.dra.reading import is_dra
 from policies.effective_facts import effective_facts
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts, NoImageFacts, lookup_archs, lookup_key
-from policies.memo import ImagePairsKey, TemplateAnalysis, rule_results_key
+from policies.memo import ImagePairsKey, RulePlanKey, SnapshotProfileKey, TemplateAnalysis, rule_results_key
 from policies.patching import apply_patch, combine
 from policies.placeholders import Placeholder, find_placeholders, has_selector_values_unknown
 from policies.podspec import PodTemplate, extract
 from policies.registry import OBJECT_RULES, RULES
-from policies.rule import ObjectContext, RuleContext
+from policies.rule import ObjectContext, RuleContext, RuleModule
 from policies.shapes import as_dict, as_list, text
 from policies.signals import DEVICE_ENV_NAMES, is_device_host_path
 from policies.types import Finding, PatchOp, RelOp, Severity, Violation
@@ -309,6 +310,25 @@ def _image_key(pod: PodTemplate, config: Config, facts: ClusterFacts, images: Im
     return lookup_key(images, facts.memoised(ImagePairsKey(id(config), content), pairs, owner=config))
 
 
+# One enabled rule, in catalogue order: id, module, options, whether it needs facts, scheduling.
+PlannedRule = tuple[str, RuleModule, Any, bool, bool, Applies]
+
+
+def _plan(config: Config, facts: ClusterFacts) -> tuple[PlannedRule, ...]:
+    """The rules ``config`` enables (a severity), resolved once per config and snapshot."""
+
+    def compute() -> tuple[PlannedRule, ...]:
+        planned = []
+        for rule_id, module in RULES.items():
+            settings = config.settings(rule_id)
+            if settings.severity is not None:
+                planned.append((rule_id, module, settings.options, module.NEEDS_FACTS == "yes",
+                                module.NEEDS_SCHEDULING, module.APPLIES))
+        return tuple(planned)
+
+    return facts.memoised(RulePlanKey(id(config)), compute, owner=config)
+
+
 def _check(
     obj: dict[str, Any],
     pod: PodTemplate,
@@ -335,19 +355,22 @@ def _check(
         images=images,
         dra=dra,
     )
-    for rule_id, module in RULES.items():
-        settings = config.settings(rule_id)
-        if settings.severity is None or rule_id in ignored:
+    profile = Profile(template_profile(pod), facts.memoised(SnapshotProfileKey(), lambda: snapshot_profile(facts)))
+    for rule_id, module, options, needs_facts, needs_scheduling, applies in _plan(config, facts):
+        if rule_id in ignored:
             continue
-        if module.NEEDS_FACTS == "yes" and not has_facts:
+        if needs_facts and not has_facts:
             skipped.add(rule_id)
             continue
-        if not scheduling_known and module.NEEDS_SCHEDULING:
+        if not scheduling_known and needs_scheduling:
             # Operator-built pods (TrainJob, NIMService), inherited or unrendered selectors: unknown.
             continue
-        ctx.options = settings.options
+        if applies is not None and not applies(profile):
+            continue  # the rule cannot find anything on this template (policies.applicability)
+        ctx.options = options
         try:
-            found.extend((rule_id, v) for v in module.check(ctx))
+            for v in module.check(ctx):
+                found.append((rule_id, v))
         except Exception as exc:
             problem = f"rule {rule_id} failed on this pod template ({type(exc).__name__}: {text(str(exc), 200)})"
             found.append((CHECK_FAILED, _unjudged(problem)))

@@ -46,6 +46,18 @@ class DiagnosisKey:
 
 
 @dataclass(frozen=True, slots=True)
+class RulePlanKey:
+    """The rules a config runs, in order, with their settings: the config by identity (owner)."""
+
+    config: int
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotProfileKey:
+    """policies.applicability.snapshot_profile reads only the snapshot itself."""
+
+
+@dataclass(frozen=True, slots=True)
 class RuleResultsKey:
     """The rules' violations for one pod template under one config (identity, checked as owner).
 

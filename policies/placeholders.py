@@ -39,14 +39,14 @@ class Placeholder:
 
 def placeholder_in(value: Any) -> str | None:
     """The first placeholder in a string value (any syntax), or None."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or ("$" not in value and "{" not in value):  # both patterns need one
         return None
     found = _DOLLAR.search(value) or _BRACES.search(value)
     return found.group(0) if found else None
 
 
 def _input_placeholder(value: Any, runtime_braces: bool) -> str | None:
-    if not isinstance(value, str):
+    if not isinstance(value, str) or ("$" not in value and "{" not in value):  # both patterns need one
         return None
     found = _DOLLAR.search(value)
     if found:

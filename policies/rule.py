@@ -13,6 +13,7 @@ from fractions import Fraction
 from types import ModuleType
 from typing import Any, Literal, Protocol
 
+from policies.applicability import Applies
 from policies.dra.facts import DraView
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts, NoImageFacts
@@ -93,6 +94,9 @@ class RuleModule(Protocol):
     # False: the rule needs no scheduling fields (nodeSelector, tolerations…), so it also judges
     # components whose pod an operator builds (TrainJob trainer, NIMService).
     NEEDS_SCHEDULING: bool
+    # None, or a predicate over the template's profile (policies.applicability) that holds whenever
+    # ``check`` could find anything; where it is false the engine does not run the rule.
+    APPLIES: Applies
     FIXABLE: bool
     # The fix keeps what the pod gets (GPU counts, reserved pools), so the mutating webhook may
     # apply it; False for fixes that need a person's judgement (offered by lint --fix only).

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from policies.applicability import Applies, never
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.types import Severity, Violation
 
@@ -34,6 +35,7 @@ ID = "gpu-check-failed"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
+APPLIES: Applies = never  # the engine reports this rule's findings itself
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = "gpuguard could not judge a GPU pod template (nested too deep, or a rule failed on it)."

@@ -73,6 +73,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from policies.applicability import Applies
 from policies.cuda.affinity import affinity_fix, driver_terms
 from policies.cuda.compat import Mode, Requirement, native_cuda_text, requirement
 from policies.cuda.containers import gpu_containers
@@ -95,6 +96,7 @@ ID = "gpu-cuda-driver-mismatch"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "yes"
 NEEDS_SCHEDULING: bool = True
+APPLIES: Applies = None
 FIXABLE = True
 MUTATION_SAFE = True
 SUMMARY = "An image's CUDA version needs a newer driver than the nodes it can land on run."

@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
+from policies.applicability import Applies, Profile
 from policies.podspec import ContainerRef
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import uses_gpu
@@ -57,6 +58,16 @@ ID = "gpu-device-access-bypass"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
+
+
+def _applies(profile: Profile) -> bool:
+    """Every finding below is an env entry named in DEVICE_ENV_NAMES, a device hostPath volume or a
+    privileged container."""
+    t = profile.template
+    return t.device_env or t.device_host_path or t.privileged
+
+
+APPLIES: Applies = _applies
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = "A container gets GPU access that bypasses the device plugin's allocation."

@@ -48,6 +48,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from policies.applicability import Applies, has_dra_claims
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.types import RelPath, Severity, Violation
 
@@ -55,6 +56,7 @@ ID = "gpu-dra-claim-reference"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
+APPLIES: Applies = has_dra_claims  # judges spec.resourceClaims and resources.claims only
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = "Container resources.claims and pod spec.resourceClaims are inconsistent; the API server rejects the pod."

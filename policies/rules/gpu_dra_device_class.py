@@ -42,6 +42,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
+from policies.applicability import Applies, has_dra_claims
 from policies.dra.facts import DraView
 from policies.dra.podclaims import object_namespace, pod_claims
 from policies.dra.subjects import Subject, alternatives, object_subject, pod_subject
@@ -52,6 +53,7 @@ ID = "gpu-dra-device-class"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "yes"
 NEEDS_SCHEDULING: bool = False
+APPLIES: Applies = has_dra_claims  # judges the pod's claims (spec.resourceClaims) only
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = "A DRA request names a DeviceClass the cluster does not have; the pod stays Pending."

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from policies.applicability import Applies, Profile
 from policies.dra.facts import DraView
 from policies.dra.matching import cached_match
 from policies.dra.podclaims import PodClaim, object_namespace, pod_claims
@@ -52,6 +53,14 @@ ID = "gpu-dra-mixed-allocation"
 DEFAULT_SEVERITY = Severity.WARNING
 NEEDS_FACTS: NeedsFacts = "yes"
 NEEDS_SCHEDULING: bool = True
+
+
+def _applies(profile: Profile) -> bool:
+    """``check`` reports nodes with ``dra_conflicts`` or the pod's claims (spec.resourceClaims)."""
+    return profile.snapshot.dra_conflicts or profile.template.dra_claims
+
+
+APPLIES: Applies = _applies
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = "A node the pod may use serves the same GPUs through both the device plugin and DRA (double allocation)."

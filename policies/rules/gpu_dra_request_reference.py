@@ -39,6 +39,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
+from policies.applicability import Applies, has_dra_claims
 from policies.dra.claims import REQUEST_REF
 from policies.dra.objects import DNS_LABEL
 from policies.dra.podclaims import claim_uses, object_namespace, pod_claims
@@ -50,6 +51,7 @@ ID = "gpu-dra-request-reference"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "partly"
 NEEDS_SCHEDULING: bool = False
+APPLIES: Applies = has_dra_claims  # judges containers' resources.claims only
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = "A container's resources.claims request names no request of its claim; the container gets no device."

@@ -52,6 +52,7 @@ import difflib
 from collections.abc import Callable, Iterable, Iterator
 
 from policies import pointer
+from policies.applicability import Applies, has_dra_claims
 from policies.dra.cel import AttributeRef, CompiledSelector, compile_selector
 from policies.dra.facts import DraView
 from policies.dra.objects import DeviceClass, Selector
@@ -75,6 +76,7 @@ ID = "gpu-dra-selector"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "partly"
 NEEDS_SCHEDULING: bool = False
+APPLIES: Applies = has_dra_claims  # judges the pod's claims (spec.resourceClaims) only
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = (

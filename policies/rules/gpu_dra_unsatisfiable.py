@@ -51,6 +51,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from policies import pointer
+from policies.applicability import Applies, has_dra_claims
 from policies.digest import digest
 from policies.dra.allocator import ClaimToAllocate, Verdict
 from policies.dra.cel import compile_selector
@@ -73,6 +74,7 @@ ID = "gpu-dra-unsatisfiable"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "yes"
 NEEDS_SCHEDULING: bool = True
+APPLIES: Applies = has_dra_claims  # judges the pod's claims (spec.resourceClaims) only
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = "No node can allocate the DRA claim's devices (class, selectors, free devices, taints, constraints)."

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from policies.applicability import Applies
 from policies.quantity import format_quantity
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import with_diagnosis
@@ -32,6 +33,7 @@ ID = "gpu-exceeds-node-capacity"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "yes"
 NEEDS_SCHEDULING: bool = False  # judged on resource names/counts alone, so TrainJob/NIMService too
+APPLIES: Applies = None
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = "The pod asks for more of a GPU resource than any single node has allocatable."

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from policies import pointer
+from policies.applicability import Applies, never
 from policies.rule import NeedsFacts, ObjectContext, Option, RuleContext
 from policies.types import RelPath, Severity, Violation
 
@@ -38,6 +39,7 @@ ID = "gpu-kind-unknown"
 DEFAULT_SEVERITY = Severity.INFO
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
+APPLIES: Applies = never  # judges whole objects (check_object) only
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = "An object of a kind gpuguard cannot read has a container-like resources map naming a GPU resource."

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from policies.applicability import Applies
 from policies.resources import is_extended
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.shapes import as_dict, text
@@ -31,6 +32,7 @@ ID = "gpu-limit-missing"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
+APPLIES: Applies = None
 FIXABLE = True
 MUTATION_SAFE = True
 SUMMARY = "A GPU (any extended resource) is requested without a limit; the API server rejects it."

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from policies.applicability import Applies
 from policies.quantity import format_quantity
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import gpu_resources, runnable_containers
@@ -41,6 +42,7 @@ ID = "gpu-memory-limit-missing"
 DEFAULT_SEVERITY = Severity.INFO
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
+APPLIES: Applies = None
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = "A container that uses GPUs has no memory limit."

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from policies.applicability import Applies
 from policies.facts import NodeFacts
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import with_diagnosis
@@ -45,6 +46,7 @@ ID = "gpu-node-selector-mismatch"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "yes"
 NEEDS_SCHEDULING: bool = True
+APPLIES: Applies = None
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = (

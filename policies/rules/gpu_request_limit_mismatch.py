@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from policies.applicability import Applies
 from policies.quantity import try_parse
 from policies.resources import is_extended
 from policies.rule import NeedsFacts, Option, RuleContext
@@ -39,6 +40,7 @@ ID = "gpu-request-limit-mismatch"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
+APPLIES: Applies = None
 FIXABLE = True
 MUTATION_SAFE = False  # lint --fix offers the smaller value; the webhook never guesses a GPU count
 SUMMARY = "The request and the limit of a GPU (any extended resource) differ; the API server rejects it."

@@ -35,6 +35,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Iterator
 
+from policies.applicability import Applies
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import with_diagnosis
 from policies.scheduling import Diagnosis, GroupVerdict, UnknownResource, request_sites
@@ -44,6 +45,7 @@ ID = "gpu-resource-unknown"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "yes"
 NEEDS_SCHEDULING: bool = False  # judged on resource names/counts alone, so TrainJob/NIMService too
+APPLIES: Applies = None
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = "No node advertises the requested GPU resource (typo, absent MIG profile, MIG strategy or .shared mismatch)."

@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
+from policies.applicability import Applies
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.types import RelOp, Severity, Violation
 
@@ -35,6 +36,7 @@ ID = "gpu-runtime-class"
 DEFAULT_SEVERITY = Severity.WARNING
 NEEDS_FACTS: NeedsFacts = "partly"
 NEEDS_SCHEDULING: bool = False
+APPLIES: Applies = None
 FIXABLE = True
 MUTATION_SAFE = True
 SUMMARY = "runtimeClassName names a RuntimeClass the cluster lacks, or a required RuntimeClass is absent."

@@ -45,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from policies.applicability import Applies
 from policies.podspec import ContainerRef
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import gpu_devices, runnable_containers
@@ -55,6 +56,7 @@ ID = "gpu-shared-memory"
 DEFAULT_SEVERITY = Severity.WARNING
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
+APPLIES: Applies = None
 FIXABLE = True
 MUTATION_SAFE = True
 SUMMARY = "A multi-GPU container has no memory-backed emptyDir at /dev/shm (NCCL and DataLoader workers need it)."

@@ -47,6 +47,7 @@ from collections.abc import Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
+from policies.applicability import Applies
 from policies.facts import Taint
 from policies.podresources import pod_requests
 from policies.resources import is_extended
@@ -59,6 +60,7 @@ ID = "gpu-taint-not-tolerated"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "yes"
 NEEDS_SCHEDULING: bool = True
+APPLIES: Applies = None
 FIXABLE = True
 MUTATION_SAFE = True
 SUMMARY = "Every node that offers the GPU resource carries a NoSchedule/NoExecute taint the pod does not tolerate."

@@ -59,6 +59,7 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
+from policies.applicability import Applies
 from policies.podspec import ContainerRef
 from policies.quantity import try_parse
 from policies.rule import NeedsFacts, Option, RuleContext
@@ -70,6 +71,7 @@ ID = "gpu-topology-alignment"
 DEFAULT_SEVERITY = Severity.WARNING
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
+APPLIES: Applies = None
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = "A multi-GPU container cannot get CPU/GPU NUMA alignment, or cannot fit one NUMA node under single-numa-node."

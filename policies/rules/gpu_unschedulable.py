@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from policies.applicability import Applies
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import with_diagnosis
 from policies.scheduling import Diagnosis, GroupVerdict, request_sites
@@ -34,6 +35,7 @@ ID = "gpu-unschedulable"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "yes"
 NEEDS_SCHEDULING: bool = True
+APPLIES: Applies = None
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = "No node passes all scheduler filters together, although each filter alone is satisfiable somewhere."

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from policies.applicability import Applies
 from policies.placeholders import placeholder_in
 from policies.quantity import try_parse
 from policies.resources import is_extended
@@ -45,6 +46,7 @@ ID = "gpu-whole-number"
 DEFAULT_SEVERITY = Severity.ERROR
 NEEDS_FACTS: NeedsFacts = "no"
 NEEDS_SCHEDULING: bool = False
+APPLIES: Applies = None
 FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = (
