@@ -41,4 +41,4 @@ def effective_facts(facts: ClusterFacts, config: Config) -> ClusterFacts:
         object.__setattr__(merged, _MARK, config)
         return merged
 
-    return facts.memoised(("effective-facts", id(config)), build, owner=config)
+    return facts.memoised(("effective-facts", id(config)), build, owner=config, pinned=True)

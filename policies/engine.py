@@ -326,7 +326,7 @@ def _plan(config: Config, facts: ClusterFacts) -> tuple[PlannedRule, ...]:
                                 module.NEEDS_SCHEDULING, module.APPLIES))
         return tuple(planned)
 
-    return facts.memoised(RulePlanKey(id(config)), compute, owner=config)
+    return facts.memoised(RulePlanKey(id(config)), compute, owner=config, pinned=True)
 
 
 def _check(
@@ -355,7 +355,8 @@ def _check(
         images=images,
         dra=dra,
     )
-    profile = Profile(template_profile(pod), facts.memoised(SnapshotProfileKey(), lambda: snapshot_profile(facts)))
+    wide = facts.memoised(SnapshotProfileKey(), lambda: snapshot_profile(facts), pinned=True)
+    profile = Profile(template_profile(pod), wide)
     for rule_id, module, options, needs_facts, needs_scheduling, applies in _plan(config, facts):
         if rule_id in ignored:
             continue

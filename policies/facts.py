@@ -53,6 +53,7 @@ VOLATILE_LABELS = frozenset(
 Version = tuple[int, ...]
 T = TypeVar("T")
 MEMO_LIMIT = 4096  # distinct templates / constraint sets remembered per snapshot
+PINNED_LIMIT = 256  # per-snapshot derived data (per config at most), kept when the template memo starts over
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +316,7 @@ class ClusterFacts:
         )
         object.__setattr__(self, "groups", groups)
         object.__setattr__(self, "_memo", {})
+        object.__setattr__(self, "_pinned", {})
         if self.extended_resource_toleration is None:
             reason = detect_extended_resource_toleration(self.nodes)
         else:
@@ -359,19 +361,22 @@ class ClusterFacts:
                 names.update(n for n, q in group.representative.allocatable.items() if q > 0)
             return frozenset(names)
 
-        return self.memoised("resource_names", compute)
+        return self.memoised("resource_names", compute, pinned=True)
 
-    def memoised(self, key: Hashable, compute: Callable[[], T], owner: object = None) -> T:
+    def memoised(self, key: Hashable, compute: Callable[[], T], owner: object = None, *, pinned: bool = False) -> T:
         """``compute()`` once per snapshot for ``key`` (derived data, never part of equality).
 
         ``owner``: the object the value was computed for when the key holds only its ``id()``
         (a config); a different object that reuses the id gets a fresh value.  The memo is
-        bounded: past MEMO_LIMIT entries it starts over.
+        bounded: past MEMO_LIMIT entries it starts over.  ``pinned`` values are derived from the
+        snapshot as a whole (indexes, DRA capacity, a config's rule plan): a few per snapshot, costly
+        on a large fleet, so they live apart and do not start over with the per-template entries
+        (else every MEMO_LIMIT distinct templates one review would pay for them again).
         """
-        memo: dict[Hashable, tuple[object, Any]] = self._memo  # type: ignore[attr-defined]
+        memo: dict[Hashable, tuple[object, Any]] = self._pinned if pinned else self._memo  # type: ignore[attr-defined]
         found = memo.get(key)
         if found is None or found[0] is not owner:
-            if len(memo) > MEMO_LIMIT:
+            if len(memo) > (PINNED_LIMIT if pinned else MEMO_LIMIT):
                 memo.clear()
             found = memo[key] = (owner, compute())
         value: T = found[1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -136,6 +137,9 @@ def run_app(
             target=asyncio.run, args=(health_server.serve(sockets=[health[1]]),), name="gpuguard-health", daemon=True
         )
         health_thread.start()
+    # What exists now (modules, the app, a snapshot's facts) lives as long as the server: kept out
+    # of the collector's view, a full collection no longer walks it and stalls every connection.
+    gc.freeze()
     try:
         with asyncio.Runner(loop_factory=uconfig.get_loop_factory()) as runner:
             runner.run(main())

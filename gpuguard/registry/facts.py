@@ -48,7 +48,7 @@ def gpu_node_arches(facts: ClusterFacts, config: Config) -> tuple[str, ...]:
                     arches.add(arch)
         return tuple(sorted(arches)) or DEFAULT_ARCHES
 
-    return facts.memoised(("registry:gpu-node-arches", id(config)), compute, owner=config)
+    return facts.memoised(("registry:gpu-node-arches", id(config)), compute, owner=config, pinned=True)
 
 
 def pairs_in(objects: Iterable[dict[str, Any]], config: Config, arches: tuple[str, ...]) -> list[Pair]:

@@ -123,4 +123,4 @@ def with_dra_capacity(facts: ClusterFacts) -> ClusterFacts:
         object.__setattr__(augmented, _MARK, True)
         return augmented
 
-    return facts.memoised(DraCapacityKey(), build)
+    return facts.memoised(DraCapacityKey(), build, pinned=True)

@@ -301,3 +301,20 @@ def test_heterogeneous_fleet_groups_by_what_rules_read() -> None:
     assert [f.rule for f in evaluate(pod, facts=facts).findings if f.severity is Severity.ERROR] == []
     pod["spec"]["nodeSelector"]["example.com/serial"] = "SN-h100-999999"
     assert "gpu-node-selector-mismatch" in [f.rule for f in evaluate(pod, facts=facts).findings]
+
+
+def test_snapshot_wide_memo_values_survive_the_template_memo_starting_over() -> None:
+    from policies.facts import MEMO_LIMIT
+
+    facts = ClusterFacts.from_objects([])
+    computed: list[str] = []
+
+    def index() -> str:
+        computed.append("index")
+        return "index"
+
+    assert facts.memoised("wide", index, pinned=True) == "index"
+    for i in range(MEMO_LIMIT + 2):  # enough distinct templates to make the template memo start over
+        facts.memoised(("template", i), int)
+    assert facts.memoised(("template", 0), lambda: -1) == -1  # the template memo did start over
+    assert facts.memoised("wide", index, pinned=True) == "index" and computed == ["index"]
