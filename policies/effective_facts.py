@@ -13,6 +13,7 @@ from __future__ import annotations
 from policies.config import Config
 from policies.dra.capacity import with_dra_capacity
 from policies.facts import ClusterFacts
+from policies.memo import EffectiveFactsKey
 
 _MARK = "_effective_for"
 
@@ -41,4 +42,4 @@ def effective_facts(facts: ClusterFacts, config: Config) -> ClusterFacts:
         object.__setattr__(merged, _MARK, config)
         return merged
 
-    return facts.memoised(("effective-facts", id(config)), build, owner=config, pinned=True)
+    return facts.memoised(EffectiveFactsKey(id(config)), build, owner=config, pinned=True)

@@ -288,6 +288,11 @@ class BoundNodeKey:
     node_name: str
 
 
+@dataclass(frozen=True, slots=True)
+class ResourceNamesKey:
+    """Memo key of ``ClusterFacts.resource_names`` (reads only the snapshot)."""
+
+
 @dataclass(frozen=True)
 class ClusterFacts:
     """Nodes, RuntimeClasses, capacity that can appear (``pools``) and cluster behaviour.
@@ -361,7 +366,7 @@ class ClusterFacts:
                 names.update(n for n, q in group.representative.allocatable.items() if q > 0)
             return frozenset(names)
 
-        return self.memoised("resource_names", compute, pinned=True)
+        return self.memoised(ResourceNamesKey(), compute, pinned=True)
 
     def memoised(self, key: Hashable, compute: Callable[[], T], owner: object = None, *, pinned: bool = False) -> T:
         """``compute()`` once per snapshot for ``key`` (derived data, never part of equality).

@@ -53,6 +53,38 @@ class RulePlanKey:
 
 
 @dataclass(frozen=True, slots=True)
+class OldDriverLabelsKey:
+    """gpu-cuda-driver-mismatch: whether some node has only the deprecated GFD driver labels (reads
+    only the snapshot)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewImagePairsKey:
+    """The webhook's image lookups for one object: the config by identity (checked as owner), the
+    object's apiVersion, kind and namespace, and its serialised spec."""
+
+    config_id: int
+    where: tuple[Any, Any, Any]
+    spec: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class EffectiveFactsKey:
+    """policies.effective_facts: the snapshot with a config's declared pools and DRA capacity (the
+    config by identity, checked as owner)."""
+
+    config_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class GpuNodeArchesKey:
+    """The architectures of the GPU nodes a config's GPU predicate selects (the config by identity,
+    checked as owner), for registry lookups."""
+
+    config_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class SnapshotProfileKey:
     """policies.applicability.snapshot_profile reads only the snapshot itself."""
 

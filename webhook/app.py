@@ -27,6 +27,7 @@ from starlette.routing import Route
 from policies.config import Config
 from policies.engine import evaluate
 from policies.facts import ClusterFacts
+from policies.memo import ReviewImagePairsKey
 from webhook import admission
 from webhook.configsource import ConfigSource, StaticConfig
 from webhook.metrics import CONTENT_TYPE, Metrics
@@ -158,7 +159,7 @@ class AdmissionEndpoint:
             # computed once per facts snapshot (serialising the spec is far cheaper than extracting).
             meta = obj.get("metadata") or {}
             where = (obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"))
-            key = ("registry:pairs", id(config), where, orjson.dumps(obj.get("spec")))
+            key = ReviewImagePairsKey(id(config), where, orjson.dumps(obj.get("spec")))
             pairs = facts.memoised(
                 key, lambda: tuple(pairs_in((obj,), config, gpu_node_arches(facts, config))), owner=config
             )

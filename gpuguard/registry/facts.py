@@ -14,6 +14,7 @@ from policies.config import Config
 from policies.facts import ClusterFacts
 from policies.image_uses import images_in
 from policies.images import ImageLookup
+from policies.memo import GpuNodeArchesKey
 
 ARCH_LABEL = "kubernetes.io/arch"
 DEFAULT_ARCHES = ("amd64",)
@@ -48,7 +49,7 @@ def gpu_node_arches(facts: ClusterFacts, config: Config) -> tuple[str, ...]:
                     arches.add(arch)
         return tuple(sorted(arches)) or DEFAULT_ARCHES
 
-    return facts.memoised(("registry:gpu-node-arches", id(config)), compute, owner=config, pinned=True)
+    return facts.memoised(GpuNodeArchesKey(id(config)), compute, owner=config, pinned=True)
 
 
 def pairs_in(objects: Iterable[dict[str, Any]], config: Config, arches: tuple[str, ...]) -> list[Pair]:

@@ -85,7 +85,7 @@ from policies.cuda.verdict import node_mode
 from policies.cuda.versions import Version, format_driver, major_minor, parse_version
 from policies.facts import LABEL_DRIVER_FULL, LABEL_DRIVER_NEW, LABEL_DRIVER_OLD, LABEL_PRODUCT, ClusterFacts
 from policies.images import node_arch
-from policies.memo import CudaJudgementKey
+from policies.memo import CudaJudgementKey, OldDriverLabelsKey
 from policies.podspec import ContainerRef
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import runnable_containers
@@ -192,13 +192,14 @@ def _annotations(ctx: RuleContext) -> dict[str, Any]:
 def _old_labels_only(facts: ClusterFacts) -> bool:
     """Whether some node carries the deprecated GFD driver labels but not the current ones."""
     return facts.memoised(
-        "cuda:old-driver-labels-only",
+        OldDriverLabelsKey(),
         lambda: any(
             LABEL_DRIVER_OLD[0] in g.representative.labels
             and LABEL_DRIVER_NEW[0] not in g.representative.labels
             and LABEL_DRIVER_FULL not in g.representative.labels
             for g in facts.groups
         ),
+        pinned=True,
     )
 
 

@@ -1,0 +1,61 @@
+"""Memo keys are typed: every ``ClusterFacts.memoised`` key is built from a key class, never a string
+or an ad-hoc tuple that another module could spell the same way by accident (a stale verdict)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.support.paths import ROOT
+
+SOURCES = ("policies", "gpuguard", "webhook", "linter", "audit", "whypending")
+
+
+def _memo_calls() -> list[tuple[Path, ast.Call]]:
+    calls = []
+    for top in SOURCES:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "memoised":
+                    calls.append((path, node))
+    return calls
+
+
+def _key_expression(path: Path, call: ast.Call) -> ast.expr:
+    key = call.args[0]
+    if isinstance(key, ast.Name):  # a variable: find what it was last assigned in the same function
+        tree = ast.parse(path.read_text())
+        for func in ast.walk(tree):
+            if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef) and func.lineno <= call.lineno <= (func.end_lineno or 0):
+                assigned = [
+                    n.value for n in ast.walk(func)
+                    if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == key.id for t in n.targets)
+                    and n.lineno < call.lineno
+                ]
+                if assigned:
+                    return assigned[-1]
+    return key
+
+
+def _is_typed(expr: ast.expr) -> bool:
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        return name.endswith("Key") or name == "replace"  # dataclasses.replace of a key object
+    return False
+
+
+def test_there_are_memoised_values_and_loose_keys_are_recognised() -> None:
+    assert len(_memo_calls()) >= 10
+    for loose in ('"resource_names"', '("effective-facts", id(config))', "some_function(x)"):
+        assert not _is_typed(ast.parse(loose, mode="eval").body)
+    assert _is_typed(ast.parse("RulePlanKey(id(config))", mode="eval").body)
+
+
+def test_every_memo_key_is_built_from_a_key_class() -> None:
+    loose = []
+    for path, call in _memo_calls():
+        expr = _key_expression(path, call)
+        if not _is_typed(expr):
+            loose.append(f"{path.relative_to(ROOT)}:{call.lineno}: {ast.unparse(expr)}")
+    assert loose == []
