@@ -87,10 +87,21 @@ def _release(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _with_a_change(repo: Path) -> None:
+    """Right after a release the Unreleased section is empty; give the copy a change to release."""
+    changelog = repo / "CHANGELOG.md"
+    text = changelog.read_text()
+    head, sep, rest = text.partition("## [Unreleased]\n")
+    if rest.lstrip().startswith("## ["):
+        changelog.write_text(f"{head}{sep}\n### Fixed\n\n- A change to release.\n\n{rest.lstrip()}")
+        git(repo, "commit", "-q", "-am", "A change to release")
+
+
 @pytest.fixture(scope="module")
 def released(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A copy of the repository after `.ci/release <next minor>`: (its path, the new version)."""
     repo = snapshot_repo(tmp_path_factory.mktemp("release") / "gpuguard")
+    _with_a_change(repo)
     new = _next_minor(VERSION)
     proc = _release(repo, new, "--date", "2031-02-03")
     assert proc.returncode == 0, proc.stderr
@@ -112,11 +123,13 @@ def test_release_bumps_dates_commits_and_tags(released: tuple[Path, str]) -> Non
     changelog = (repo / "CHANGELOG.md").read_text()
     unreleased, rest = changelog.split("## [Unreleased]\n", 1)[1].split(f"## [{new}] - 2031-02-03\n", 1)
     assert unreleased.strip() == ""
-    old_notes = (ROOT / "CHANGELOG.md").read_text().split("## [Unreleased]\n", 1)[1].split("\n## [", 1)[0]
-    assert rest.startswith(old_notes)
+    before = git(repo, "show", "HEAD~1:CHANGELOG.md")  # the commit the release was made from
+    old_notes = before.split("## [Unreleased]\n", 1)[1].split("\n## [", 1)[0]
+    assert old_notes.strip() and rest.startswith(old_notes)
     assert f"[{new}]: {REPO_URL}/compare/v{VERSION}...v{new}" in changelog
     message = git(repo, "tag", "-l", "--format=%(contents)", f"v{new}")
-    assert message.startswith(f"gpuguard {new}") and "### Added" in message
+    first_heading = next(line for line in old_notes.splitlines() if line.startswith("### "))
+    assert message.startswith(f"gpuguard {new}") and first_heading in message
 
 
 def test_release_refuses(released: tuple[Path, str]) -> None:
