@@ -27,7 +27,7 @@ from typing import Any, cast
 import uvicorn
 
 from policies.config import Config
-from webhook.app import DEFAULT_MAX_BODY_BYTES, FactsProvider, create_app, create_health_app
+from webhook.app import DEFAULT_MAX_BODY_BYTES, FactsProvider, StaticFacts, create_app, create_health_app
 from webhook.configsource import ConfigSource, ReloadingConfig, StaticConfig
 from webhook.metrics import Metrics
 from webhook.protocol import ConnectionLimits, guarded_protocol, tls_accepting
@@ -137,9 +137,6 @@ def run_app(
             target=asyncio.run, args=(health_server.serve(sockets=[health[1]]),), name="gpuguard-health", daemon=True
         )
         health_thread.start()
-    # What exists now (modules, the app, a snapshot's facts) lives as long as the server: kept out
-    # of the collector's view, a full collection no longer walks it and stalls every connection.
-    gc.freeze()
     try:
         with asyncio.Runner(loop_factory=uconfig.get_loop_factory()) as runner:
             runner.run(main())
@@ -153,7 +150,14 @@ def run_app(
 def run_worker(
     options: ServeOptions, sock: socket.socket, health_sock: socket.socket | None = None, index: int = 0
 ) -> int:
+    # What exists now (the modules) lives as long as the server: kept out of the collector's view, a
+    # full collection no longer walks it and stalls every connection for tens of milliseconds.
+    gc.freeze()
     facts = options.facts_factory()
+    if isinstance(facts, StaticFacts):
+        # A snapshot is never replaced, so it may be frozen too.  Live facts are not: a replaced
+        # snapshot holds reference cycles (its memo), and frozen cycles are never collected.
+        gc.freeze()
     metrics = Metrics()
     reloading: ReloadingConfig | None = None
     source: ConfigSource = StaticConfig(options.config)
