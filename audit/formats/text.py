@@ -2,35 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import TextIO
 
 from gpuguard.audit.model import CHANGES, AuditFinding, AuditResult
+from gpuguard.terminal import SEVERITY_COLOURS, Paint, plural, use_colour
 from policies import pointer
-from policies.types import Severity
 
-_COLOURS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "36"}
 _CHANGE_COLOURS = {"introduced": "31", "resolved": "32", "unchanged": "2"}
-
-
-def use_colour(stream: TextIO) -> bool:
-    if os.environ.get("NO_COLOR"):
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
-
-
-class _Paint:
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def __call__(self, code: str, text: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 or word == "info" else f"{n} {word}s"
 
 
 def _where(f: AuditFinding) -> str:
@@ -39,12 +18,12 @@ def _where(f: AuditFinding) -> str:
     return f" ({f.origin.file}:{f.origin.line})" if f.origin.line else f" ({f.origin.file})"
 
 
-def _finding(f: AuditFinding, result: AuditResult, paint: _Paint, show_object: bool) -> list[str]:
+def _finding(f: AuditFinding, result: AuditResult, paint: Paint, show_object: bool) -> list[str]:
     sev = f.severity
     severity = str(sev)
     if f.previous_severity is not None:
         severity += f" (was {f.previous_severity})"
-    head = f"  {paint(_COLOURS[sev], severity)} {paint('1', f.finding.rule)}"
+    head = f"  {paint(SEVERITY_COLOURS[sev], severity)} {paint('1', f.finding.rule)}"
     if show_object:
         owned = result.pods_through(f.ref)
         through = f" [+{owned} owned]" if owned else ""
@@ -56,7 +35,7 @@ def _finding(f: AuditFinding, result: AuditResult, paint: _Paint, show_object: b
     return lines
 
 
-def _by_object(findings: Iterable[AuditFinding], result: AuditResult, paint: _Paint) -> list[str]:
+def _by_object(findings: Iterable[AuditFinding], result: AuditResult, paint: Paint) -> list[str]:
     lines: list[str] = []
     current = None
     for f in findings:
@@ -69,7 +48,7 @@ def _by_object(findings: Iterable[AuditFinding], result: AuditResult, paint: _Pa
     return lines
 
 
-def _diff(result: AuditResult, paint: _Paint) -> list[str]:
+def _diff(result: AuditResult, paint: Paint) -> list[str]:
     lines = [f"planned change: {result.cluster} -> {result.cluster_after}"]
     for change in CHANGES:
         found = sorted(result.by_change(change),
@@ -97,7 +76,7 @@ def _pools(result: AuditResult) -> list[str]:
 
 
 def render(result: AuditResult, stream: TextIO, colour: bool | None = None) -> None:
-    paint = _Paint(use_colour(stream) if colour is None else colour)
+    paint = Paint(use_colour(stream) if colour is None else colour)
     lines = _diff(result, paint) if result.compares else _by_object(result.findings, result, paint)
     for e in result.errors:
         where = f"{e.file}:{e.line}" if e.line > 0 else e.file
@@ -107,16 +86,16 @@ def render(result: AuditResult, stream: TextIO, colour: bool | None = None) -> N
     lines.extend(_pools(result))
     c = result.counts
     counts = result.severity_counts()
-    tail = (f"{_plural(counts['error'], 'error')}, {_plural(counts['warning'], 'warning')}, "
-            f"{_plural(counts['info'], 'info')}")
+    tail = (f"{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
+            f"{plural(counts['info'], 'info')}")
     if result.compares:
         changes = result.change_counts()
         introduced = result.severity_counts(result.by_change("introduced"))
-        tail = (f"{changes['introduced']} introduced ({_plural(introduced['error'], 'error')}, "
-                f"{_plural(introduced['warning'], 'warning')}, {_plural(introduced['info'], 'info')}), "
+        tail = (f"{changes['introduced']} introduced ({plural(introduced['error'], 'error')}, "
+                f"{plural(introduced['warning'], 'warning')}, {plural(introduced['info'], 'info')}), "
                 f"{changes['resolved']} resolved, {changes['unchanged']} unchanged; after the change: " + tail)
     lines.append(
-        f"{tail}; {_plural(len(result.errors), 'input error')} ({_plural(c.objects, 'object')} judged, "
-        f"{_plural(c.gpu_workloads, 'GPU workload')}, {c.through_owners} reported through their owners)"
+        f"{tail}; {plural(len(result.errors), 'input error')} ({plural(c.objects, 'object')} judged, "
+        f"{plural(c.gpu_workloads, 'GPU workload')}, {c.through_owners} reported through their owners)"
     )
     stream.write("\n".join(lines) + "\n")

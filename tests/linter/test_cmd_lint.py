@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpuguard.terminal import use_colour
 from linter import cmd_lint
 from linter.formats import github, text
 from linter.lint import lint_text
@@ -276,9 +277,9 @@ def test_text_format_caret_and_colour(
     tty = io.StringIO()
     tty.isatty = lambda: True  # type: ignore[method-assign]
     monkeypatch.setenv("NO_COLOR", "1")
-    assert text.use_colour(tty) is False
+    assert use_colour(tty) is False
     monkeypatch.delenv("NO_COLOR")
-    assert text.use_colour(tty) is True
+    assert use_colour(tty) is True
     result = lint_text(manifest.read_text(), str(manifest), load_config({"rules": {}}), ClusterFacts.empty())
     text.render(Report(results=[result]), tty)
     assert "\x1b[31merror\x1b[0m" in tty.getvalue()
