@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpuguard.kube.status import HTTP_GONE, HTTP_NOT_FOUND, status_of
 from policies.dra.claims import parse_resource_claim, parse_resource_claim_template
 from policies.dra.facts import DraFacts
 from policies.dra.reading import DraObjects
@@ -53,8 +54,6 @@ from policies.shapes import as_mapping
 
 log = logging.getLogger("gpuguard.facts")
 
-HTTP_GONE = 410
-HTTP_NOT_FOUND = 404
 CRD_RECHECK_SECONDS = 60.0
 LIST_PAGE_SIZE = 500
 # client-go's reflector: watch timeout is random in [minWatchTimeout, 2*minWatchTimeout).
@@ -136,10 +135,6 @@ RESOURCE_CLAIM_TEMPLATES = _dra("resourceclaimtemplates", parse_resource_claim_t
 DRA_RESOURCES = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
 
 
-def _status_of(exc: BaseException) -> int | None:
-    status = getattr(exc, "status", None)
-    return status if isinstance(status, int) else None
-
 
 def backoff_delay(attempt: int, initial: float, maximum: float, rng: random.Random) -> float:
     """Exponential back-off with "equal jitter": half fixed, half random, capped at maximum."""
@@ -210,9 +205,9 @@ class _Reflector:
             try:
                 resp = method(**kwargs)
             except Exception as exc:
-                if _status_of(exc) == HTTP_GONE:  # an expired continue token: start over
+                if status_of(exc) == HTTP_GONE:  # an expired continue token: start over
                     raise ResourceGone(f"{self.resource.name}: {exc}") from None
-                if _status_of(exc) == HTTP_NOT_FOUND and self.resource.optional:
+                if status_of(exc) == HTTP_NOT_FOUND and self.resource.optional:
                     raise _Absent from None
                 raise
             try:
@@ -289,7 +284,7 @@ class _Reflector:
                     return
                 self._apply(event)
         except Exception as exc:
-            if _status_of(exc) == HTTP_GONE:
+            if status_of(exc) == HTTP_GONE:
                 raise ResourceGone(f"{self.resource.name}: {exc}") from None
             raise
         if not self.owner.stopping:

@@ -26,7 +26,6 @@ import msgspec
 from gpuguard.audit.auditor import Auditor
 from gpuguard.audit.model import LIVE, AuditResult
 from gpuguard.kube.discovery import (
-    HTTP_FORBIDDEN,
     PAGE_SIZE,
     ApiError,
     Discovery,
@@ -35,6 +34,7 @@ from gpuguard.kube.discovery import (
     list_pages,
 )
 from gpuguard.kube.prune import decode_item
+from gpuguard.kube.status import HTTP_FORBIDDEN
 from gpuguard.sources.yamlsafe import InputError
 from policies.config import Config
 from policies.dra.objects import CLAIM_RESOURCES, SERVED_VERSIONS

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuguard.audit.policyreport import APIS, MANAGED_BY, REPORT_NAME, Flavour, ReportApi, empty_report
+from gpuguard.kube.status import HTTP_CONFLICT, HTTP_NOT_FOUND, status_of
 
-HTTP_NOT_FOUND = 404
-HTTP_CONFLICT = 409
 TIMEOUT = (10.0, 60.0)
 SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
 
@@ -33,10 +32,6 @@ class Published:
     emptied: int = 0
     errors: list[str] = field(default_factory=list)
 
-
-def _status(exc: BaseException) -> int | None:
-    status = getattr(exc, "status", None)
-    return status if isinstance(status, int) else None
 
 
 def _result_key(result: dict[str, Any]) -> tuple[Any, ...]:
@@ -80,7 +75,7 @@ class Publisher:
                 found = self.custom.get_cluster_custom_object(api.group, api.version, api.cluster_plural,
                                                               REPORT_NAME, _request_timeout=TIMEOUT)
         except Exception as exc:
-            if _status(exc) == HTTP_NOT_FOUND:
+            if status_of(exc) == HTTP_NOT_FOUND:
                 return None
             raise
         return found if isinstance(found, dict) else None
@@ -132,7 +127,7 @@ class Publisher:
             try:
                 self._replace(body, namespace)
             except Exception as exc:
-                if _status(exc) == HTTP_CONFLICT and attempt == 0:
+                if status_of(exc) == HTTP_CONFLICT and attempt == 0:
                     continue
                 raise
             return "updated"
@@ -169,7 +164,7 @@ class Publisher:
 
 
 def _describe(exc: BaseException) -> str:
-    status = _status(exc)
+    status = status_of(exc)
     if status == HTTP_NOT_FOUND:
         return "HTTP 404: the report CRD is not installed (see deploy/audit)"
     reason = getattr(exc, "reason", None)

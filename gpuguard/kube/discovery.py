@@ -22,13 +22,12 @@ from typing import Any
 
 import msgspec
 
+from gpuguard.kube.status import HTTP_GONE, HTTP_NOT_FOUND
+
 PAGE_SIZE = 500
 CONNECT_TIMEOUT_SECONDS = 10.0
 READ_TIMEOUT_SECONDS = 60.0
 MAX_RESTARTS = 3
-HTTP_NOT_FOUND = 404
-HTTP_FORBIDDEN = 403
-HTTP_GONE = 410
 
 
 class ApiError(Exception):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuguard.kube.prune import PAGE, decode_item
+from gpuguard.kube.status import HTTP_FORBIDDEN, HTTP_GONE, HTTP_NOT_FOUND, status_of
 from policies.pending.state import ClusterObjects
 
 PAGE_SIZE = 500
@@ -35,10 +36,7 @@ READ_TIMEOUT_SECONDS = 60.0
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 SCHEDULING_EVENTS = "reason=FailedScheduling"
 MAX_RESTARTS = 3
-HTTP_FORBIDDEN = 403
-HTTP_NOT_FOUND = 404
 NODEPOOL_GROUP, NODEPOOL_VERSION = "karpenter.sh", "v1"  # the version policies.karpenter reads
-HTTP_GONE = 410
 DRA_GROUP = "resource.k8s.io"
 DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")  # the versions policies.dra reads, newest first
 DRA_LISTS = (("DeviceClass", "deviceclasses"), ("ResourceSlice", "resourceslices"),
@@ -59,10 +57,6 @@ class LiveListing:
 class _Gone(Exception):
     pass
 
-
-def _status_of(exc: BaseException) -> int | None:
-    status = getattr(exc, "status", None)
-    return status if isinstance(status, int) else None
 
 
 def _reason(exc: BaseException) -> str:
@@ -114,7 +108,7 @@ class _Lister:
             try:
                 resp = method(**call)
             except Exception as exc:
-                if _status_of(exc) == HTTP_GONE and token:
+                if status_of(exc) == HTTP_GONE and token:
                     raise _Gone from None
                 raise
             try:
@@ -175,7 +169,7 @@ def list_cluster(
         except LiveError:
             raise
         except Exception as exc:
-            status = _status_of(exc)
+            status = status_of(exc)
             hint = f"; {_rbac(what, scope)}" if status == HTTP_FORBIDDEN else ""
             raise LiveError(f"cannot list {what}: {_reason(exc)}{hint}") from None
 
@@ -190,8 +184,8 @@ def list_cluster(
         lister.collect("CoreV1Api", "list_pod_for_all_namespaces", "Pod", objects.pods,
                        field_selector=NON_TERMINAL_PODS)
     except Exception as exc:
-        if _status_of(exc) != HTTP_FORBIDDEN or not namespace:
-            status = _status_of(exc)
+        if status_of(exc) != HTTP_FORBIDDEN or not namespace:
+            status = status_of(exc)
             hint = f"; {_rbac('pods', 'all namespaces')}" if status == HTTP_FORBIDDEN else ""
             raise LiveError(f"cannot list pods: {_reason(exc)}{hint}") from None
         required("pods", f"namespace {namespace}", "CoreV1Api", "list_namespaced_pod", "Pod", objects.pods,
@@ -214,7 +208,7 @@ def list_cluster(
             lister.collect("CustomObjectsApi", "list_cluster_custom_object", "NodePool", objects.nodepools,
                            group=NODEPOOL_GROUP, version=NODEPOOL_VERSION, plural="nodepools")
         except Exception as exc:
-            if _status_of(exc) != HTTP_NOT_FOUND:  # 404: Karpenter is not installed
+            if status_of(exc) != HTTP_NOT_FOUND:  # 404: Karpenter is not installed
                 listing.notes.append(f"Karpenter NodePools not listed ({_reason(exc)}); the static checks "
                                      "continue without them")
     if dra:
@@ -234,7 +228,7 @@ def _list_dra(lister: _Lister, listing: LiveListing) -> None:
                     lister.collect("CustomObjectsApi", "list_cluster_custom_object", kind, items,
                                    group=DRA_GROUP, version=candidate, plural=plural)
                 except Exception as exc:
-                    if _status_of(exc) == HTTP_NOT_FOUND and not version:
+                    if status_of(exc) == HTTP_NOT_FOUND and not version:
                         continue  # an older version may be served
                     raise
                 version = candidate
