@@ -26,7 +26,6 @@ import json
 import os
 import random
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +34,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import fresh_process  # noqa: E402
 
 POOLS = (  # (share of GPU nodes, product, instance type, GPUs, driver, CUDA)
     (0.25, "NVIDIA-H100-80GB-HBM3", "p5.48xlarge", 8, "570.124.06", "12.8"),
@@ -228,15 +230,11 @@ def measure(kind: str, directory: str) -> dict[str, Any]:
 
 
 def _child(*args: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONHASHSEED": "0"})
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
+    return fresh_process.child(__file__, *args)
 
 
 def _line(label: str, res: dict[str, Any]) -> str:
-    return (f"{label:<34}{res['seconds']:7.2f} s wall {res['cpu_seconds']:7.2f} s CPU   "
-            f"peak RSS {res['peak_rss_mib']:6.0f} MiB")
+    return fresh_process.line(label, res, 34)
 
 
 def main() -> int:

@@ -1,0 +1,24 @@
+"""Measurements in a fresh process each, for the benchmarks that time loading and judging whole
+dumps: a run's peak RSS is then its own, not what an earlier run left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+
+def child(script: str, *args: str) -> dict[str, Any]:
+    """Run ``script`` with ``args`` in a new interpreter; it prints its result as one JSON object."""
+    done = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONHASHSEED": "0"})
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def line(label: str, res: dict[str, Any], width: int) -> str:
+    """One result: wall and CPU seconds and the peak RSS, after ``label`` padded to ``width``."""
+    return (f"{label:<{width}}{res['seconds']:7.2f} s wall {res['cpu_seconds']:7.2f} s CPU   "
+            f"peak RSS {res['peak_rss_mib']:6.0f} MiB")
