@@ -13,6 +13,7 @@ import yaml
 
 from gpuguard.cli import main as gpuguard
 from tests.support.fake_apiserver import ALL_RESOURCES, FakeApiServer, serving
+from tests.support.kubeconfig import write_kubeconfig
 from tests.support.paths import FIXTURES, SARIF_SCHEMA, requires_shared
 from tests.support.prometheus import HistorySeries, prometheus_with_history
 from tests.support.reports import POLICYREPORT, validate_report
@@ -153,12 +154,7 @@ def cluster(tmp_path: Path) -> Iterator[tuple[FakeApiServer, Path]]:
             state.put(RESOURCE_OF[obj["kind"]], obj)
     with serving(state):
         kubeconfig = tmp_path / "kubeconfig"
-        kubeconfig.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "test",
-            "clusters": [{"name": "test", "cluster": {"server": f"http://127.0.0.1:{state.port}"}}],
-            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}],
-            "users": [{"name": "test", "user": {"token": "t"}}],
-        }))
+        write_kubeconfig(kubeconfig, f"http://127.0.0.1:{state.port}", token="t")
         yield state, kubeconfig
 
 

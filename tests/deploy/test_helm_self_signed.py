@@ -19,7 +19,8 @@ from cryptography.hazmat.primitives import serialization
 
 from certs.tls import Bundle
 from tests.support.helm_chart import documents, only, template
-from tests.support.lookup_apiserver import LookupApiServer, serving, write_kubeconfig
+from tests.support.kubeconfig import write_kubeconfig
+from tests.support.lookup_apiserver import LookupApiServer, serving
 from tests.support.webhook_server import start_server, stop_server
 
 pytestmark = pytest.mark.integration

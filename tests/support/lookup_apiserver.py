@@ -15,11 +15,8 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
-
-import yaml
 
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 # (group, version) -> [(resource, kind, namespaced)]: the kinds the chart renders.
@@ -113,20 +110,6 @@ def _handler(api: LookupApiServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
-
-
-def write_kubeconfig(path: Path, server: str) -> Path:
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "test", "cluster": {"server": server}}],
-        "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}],
-        "users": [{"name": "test", "user": {}}],
-        "current-context": "test",
-    }
-    path.write_text(yaml.safe_dump(config))
-    path.chmod(0o600)
-    return path
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ import yaml
 from certs.tls import Bundle, generate_bundle
 from tests.support.admission import review
 from tests.support.fake_apiserver import DRA_RESOURCES, FakeApiServer, serving
+from tests.support.kubeconfig import write_kubeconfig
 from tests.support.paths import CORPUS, requires_shared
 from tests.support.webhook_server import LOCAL_SANS, Server, call, start_server, stop_server
 from tests.webhook.test_live_dra import serve_cluster
@@ -45,12 +46,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     serve_cluster(api)
     with serving(api):
         kubeconfig = tmp / "kubeconfig"
-        kubeconfig.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-            "clusters": [{"name": "fake", "cluster": {"server": f"http://127.0.0.1:{api.port}"}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "u"}}],
-        }))
+        write_kubeconfig(kubeconfig, f"http://127.0.0.1:{api.port}", token="t")
         srv = start_server(tmp / "srv", bundle, "--kubeconfig", str(kubeconfig))
         try:
             with srv.client() as client:

@@ -18,6 +18,7 @@ from certs.tls import Bundle, generate_bundle
 from gpuguard.audit.policyreport import REPORT_NAME
 from policies.config import Config
 from tests.support.fake_apiserver import ALL_RESOURCES, FakeApiServer, serving
+from tests.support.kubeconfig import write_kubeconfig
 from tests.support.paths import FIXTURES, ROOT, requires_shared
 from tests.support.reports import POLICYREPORT, validate_report
 from tests.support.webhook_server import LOCAL_SANS, start_server, stop_server
@@ -131,13 +132,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
 
 
 def kubeconfig_for(api: FakeApiServer, path: Path) -> Path:
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-        "clusters": [{"name": "fake", "cluster": {"server": f"http://127.0.0.1:{api.port}"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "u"}}],
-    }))
-    return path
+    return write_kubeconfig(path, f"http://127.0.0.1:{api.port}", token="t")
 
 
 @pytest.mark.parametrize(("flag", "resource"), [([], "policyreports"), (["--audit-reports", "openreports"],

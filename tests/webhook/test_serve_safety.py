@@ -18,6 +18,7 @@ import yaml
 from certs.tls import Bundle, generate_bundle
 from tests.support.admission import fixture_object, review, running, terminating
 from tests.support.fake_apiserver import FakeApiServer, serving
+from tests.support.kubeconfig import write_kubeconfig
 from tests.support.paths import EXAMPLES
 from tests.support.webhook_server import (
     LOCAL_SANS,
@@ -208,12 +209,7 @@ def test_day_two_against_live_facts(tmp_path: Path, bundle: Bundle) -> None:
         api.put("nodes", node)
     with serving(api):
         kubeconfig = tmp_path / "kubeconfig"
-        kubeconfig.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-            "clusters": [{"name": "fake", "cluster": {"server": f"http://127.0.0.1:{api.port}"}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "u"}}],
-        }))
+        write_kubeconfig(kubeconfig, f"http://127.0.0.1:{api.port}", token="t")
         srv = start_server(tmp_path / "srv", bundle, "--kubeconfig", str(kubeconfig))
         try:
             with srv.client() as client:
