@@ -17,7 +17,6 @@ Bad input is an :class:`InputError` with file and line; the other objects and fi
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,6 +26,7 @@ import msgspec
 
 from gpuguard.audit.auditor import Auditor, Judged, is_object
 from gpuguard.audit.model import Origin
+from gpuguard.kube.dump import JSON_ERRORS, invalid_json
 from gpuguard.sources.inputs import Input, collect
 from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, decode
 from gpuguard.sources.yamlstream import ListEnd, Unit, stream
@@ -46,7 +46,6 @@ class _Page(msgspec.Struct):
 
 _PAGE = msgspec.json.Decoder(_Page)
 _WHOLE = msgspec.json.Decoder()
-_BYTE = re.compile(r"\bbyte (\d+)")
 
 
 def _read(item: Input) -> bytes:
@@ -64,12 +63,6 @@ def _read(item: Input) -> bytes:
     if len(data) > MAX_JSON_BYTES:
         raise InputError(item.name, 0, f"dump is larger than the {MAX_JSON_BYTES // 1048576} MiB limit")
     return data
-
-
-def _json_line(data: bytes, exc: Exception) -> int:
-    # msgspec names the offset: "JSON is malformed: trailing comma in object (byte 53)"
-    m = _BYTE.search(str(exc))
-    return data[: int(m.group(1))].count(b"\n") + 1 if m else 1
 
 
 class DumpReader:
@@ -108,8 +101,8 @@ class DumpReader:
             page = _PAGE.decode(data)
         except msgspec.ValidationError:
             page = None
-        except msgspec.DecodeError as exc:
-            raise InputError(name, _json_line(data, exc), f"invalid JSON: {exc}") from None
+        except JSON_ERRORS as exc:
+            raise invalid_json(name, data, exc) from None
         origin = Origin(name, None)
         try:
             if page is not None and page.items is not None and str(page.kind).endswith("List"):
@@ -121,8 +114,8 @@ class DumpReader:
                 whole = _WHOLE.decode(data)
                 for i, obj in enumerate(whole if isinstance(whole, list) else [whole]):
                     self._object(obj, name, origin, f"item {i}", None)
-        except msgspec.DecodeError as exc:
-            raise InputError(name, _json_line(data, exc), f"invalid JSON: {exc}") from None
+        except JSON_ERRORS as exc:
+            raise invalid_json(name, data, exc) from None
 
     def _json_item(self, raw: msgspec.Raw, name: str, origin: Origin, where: str, kind: str | None,
                    api_version: str | None) -> None:

@@ -63,17 +63,25 @@ def _read(name: str, limit: int) -> bytes:
 _BYTE = re.compile(r"\bbyte (\d+)")
 
 
-def _json_line(data: bytes, exc: Exception) -> int:
+# msgspec raises RecursionError for JSON nested deeper than it decodes (a hostile dump).
+JSON_ERRORS = (msgspec.DecodeError, RecursionError)
+
+
+def invalid_json(name: str, data: bytes, exc: Exception) -> InputError:
+    """The input error for a JSON dump msgspec cannot decode, at the line of the byte it names."""
+    if isinstance(exc, RecursionError):
+        return InputError(name, 1, "invalid JSON: nested too deeply")
     # msgspec names the offset: "JSON is malformed: trailing comma in object (byte 53)"
     m = _BYTE.search(str(exc))
-    return data[: int(m.group(1))].count(b"\n") + 1 if m else 1
+    line = data[: int(m.group(1))].count(b"\n") + 1 if m else 1
+    return InputError(name, line, f"invalid JSON: {exc}")
 
 
 def _load_json(data: bytes, name: str, out: ClusterObjects) -> None:
     try:
         page = PAGE.decode(data)
-    except msgspec.DecodeError as exc:
-        raise InputError(name, _json_line(data, exc), f"invalid JSON: {exc}") from None
+    except JSON_ERRORS as exc:
+        raise invalid_json(name, data, exc) from None
     except msgspec.ValidationError:
         page = None
     try:
@@ -84,8 +92,8 @@ def _load_json(data: bytes, name: str, out: ClusterObjects) -> None:
                 _add(decode_item(raw, item_kind if item_kind in KINDS else None), out)
         else:
             _add(decode_item(data), out)
-    except msgspec.DecodeError as exc:
-        raise InputError(name, _json_line(data, exc), f"invalid JSON: {exc}") from None
+    except JSON_ERRORS as exc:
+        raise invalid_json(name, data, exc) from None
 
 
 def _add(obj: Any, out: ClusterObjects) -> None:

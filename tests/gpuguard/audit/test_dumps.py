@@ -91,6 +91,18 @@ def test_malformed_json_is_an_error_with_its_line_and_other_files_still_count(tm
     assert summary(result) == EXPECTED
 
 
+def test_json_nested_too_deeply_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "Pod", "spec": '
+                    + "[" * 100_000 + "]" * 100_000 + "}]}")
+    whole = tmp_path / "whole.json"
+    whole.write_text('{"a": ' * 100_000 + "1" + "}" * 100_000)
+    result = read(deep, whole, AUDIT / "workloads.yaml")
+    assert sorted((e.file, e.line, e.message) for e in result.errors) == sorted(
+        (str(p), 1, "invalid JSON: nested too deeply") for p in (deep, whole))
+    assert summary(result) == EXPECTED
+
+
 def test_items_that_are_no_objects_are_errors(tmp_path: Path) -> None:
     dump = tmp_path / "dump.yaml"
     dump.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [ITEMS[0], {"name": "x"}, 3]}))

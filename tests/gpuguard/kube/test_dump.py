@@ -85,6 +85,8 @@ def test_wrongly_typed_fields_fall_back_to_the_whole_object(tmp_path: Path) -> N
     [
         ("broken.yaml", "apiVersion: v1\nkind: List\nitems:\n  - kind: Node\n   metadata: {}\n", 5, "invalid YAML"),
         ("broken.json", '{\n  "kind": "List",\n  "items": [\n    {"kind": "Node",}\n  ]\n}\n', 4, "invalid JSON"),
+        ("deep.json", '{"kind": "List", "items": [{"kind": "Pod", "spec": ' + "[" * 100_000 + "]" * 100_000 + "}]}",
+         1, "invalid JSON: nested too deeply"),
         ("empty.yaml", "", 1, "no Node, Pod, Event or PriorityClass objects"),
         ("deployments.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n", 1,
          "no Node, Pod, Event or PriorityClass objects"),
