@@ -25,6 +25,7 @@ from policies.facts import ClusterFacts
 from policies.podresources import extended_resource_names, pod_requests
 from policies.podspec import PodTemplate
 from policies.resources import is_gpu_share_resource
+from policies.rule_inputs import annotations_read, spec_read
 from policies.scheduling import Diagnosis, GroupVerdict, analyse, diagnose
 
 ConstraintsKey = tuple[Hashable, ...]
@@ -93,8 +94,8 @@ class SnapshotProfileKey:
 class RuleResultsKey:
     """The rules' violations for one pod template under one config (identity, checked as owner).
 
-    ``content`` digests the template's spec and annotations and the object's annotations: all the
-    rules read of the object (policies.digest; 16 bytes however large they are).
+    ``content`` digests what the rules read of the template's spec and annotations and of the
+    object's annotations (policies.rule_inputs; policies.digest: 16 bytes however large they are).
     """
 
     config: int
@@ -105,6 +106,7 @@ class RuleResultsKey:
     ignored: frozenset[str]
     images: Hashable = None  # what the image facts say about the template's images (policies.engine)
     dra_inputs: bytes = b""  # the input's DRA objects a template with resourceClaims may resolve to
+    derived: bytes = b""  # what extraction took from outside the spec (see _derived)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,8 +231,12 @@ def rule_results_key(
     Raises policies.digest.TooDeep for data nested beyond what the engine accepts.
     """
     claims_namespace = namespace if pod.spec.get("resourceClaims") else None
-    content = digest(pod.spec, pod.metadata.get("annotations"), object_annotations, claims_namespace)
-    if content is None:
+    content = digest(
+        spec_read(pod), annotations_read(pod.metadata.get("annotations")), annotations_read(object_annotations),
+        claims_namespace,
+    )
+    derived = _derived(pod)
+    if content is None or derived is None:
         return None
     return RuleResultsKey(
         config=id(config),
@@ -239,4 +245,19 @@ def rule_results_key(
         scheduling_known=pod.scheduling_known,
         content=content,
         ignored=frozenset(ignored),
+        derived=derived,
+    )
+
+
+def _derived(pod: PodTemplate) -> bytes | None:
+    """What the extractor took from outside the spec (KubeRay's /dev/shm from ``rayStartParams``,
+    Argo's inherited volumes and shared mounts, a component's resources key); usually nothing."""
+    containers = pod.containers
+    if not (pod.shm_provided or pod.runtime_expressions or pod.inherited_volumes or any(
+        c.shared_mounts or c.resources_key != "resources" for c in containers
+    )):
+        return b""
+    return digest(
+        pod.shm_provided, pod.runtime_expressions, pod.inherited_volumes,
+        [(c.path, c.kind, c.resources_key, c.shared_mounts) for c in containers],
     )

@@ -1,0 +1,180 @@
+"""What the rules read of a pod template: the content of its rule-results memo key.
+
+The rule-results memo (``policies.engine``) lets the pods of one controller be judged once.  But
+the pods a controller creates are not byte-identical when they reach the webhook, and a key over
+the whole spec would never hit twice for them:
+
+* the ServiceAccount admission plugin, which runs before admission webhooks, adds to every pod a
+  projected volume named ``kube-api-access-`` plus a random suffix and mounts it in every
+  container at ``/var/run/secrets/kubernetes.io/serviceaccount`` (kubernetes
+  ``plugin/pkg/admission/serviceaccount/admission.go``: ``ServiceAccountVolumeName``,
+  ``mountServiceAccountToken`` with ``s.generateName(ServiceAccountVolumeName + "-")``);
+* a StatefulSet sets each pod's ``hostname`` and ``subdomain`` and names its claims per pod
+  (``persistentVolumeClaim.claimName``); an Indexed Job sets ``hostname`` per index;
+* training operators give each replica its own environment (``RANK``, ``MASTER_ADDR``…);
+* controllers, CI tools and injectors add annotations of their own.
+
+No rule reads any of that.  What they read of these fields, and so what the key keeps:
+
+* environment variables named ``NVIDIA_*`` or ``CUDA_VERSION`` (``policies.cuda.environment``,
+  ``policies.signals.DEVICE_ENV_NAMES``), whole, and where every entry is (findings point at an
+  entry by its index); the name and value of any other variable are never read;
+* volume names, only to match a mount at ``/dev/shm`` to its volume and to pick a free ``dshm``
+  name for a fix; a volume's ``emptyDir`` and ``hostPath``; never a claim name;
+* annotations under ``gpuguard.io/`` (``policies.cuda.resolve``, ``policies.engine``).
+
+So the key replaces, in pods, pod templates and bare pod specs (other shapes keep their whole
+spec): an unread variable that is a plain ``{name, value}`` pair by a marker in its place; a
+service-account token volume's generated name (and its mounts' references) by one name, unless
+a mount at ``/dev/shm`` names it; string ``hostname``, ``subdomain`` and claim names by markers; and
+drops string-valued annotations outside ``gpuguard.io/``.  Only flat strings are replaced, so the
+key's nesting (``policies.digest.TooDeep``) is that of the whole template.  Nothing here changes
+the template the rules see: equal keys mean equal rule results, which
+``tests/policies/test_rule_inputs.py`` checks on the corpus, the fixtures and generated pods.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from policies.cuda.environment import relevant as cuda_relevant
+from policies.podspec import PodTemplate
+from policies.signals import DEVICE_ENV_NAMES
+
+# A generated name: the prefix and five characters of apimachinery's ``utilrand.String`` alphabet.
+SERVICE_ACCOUNT_VOLUME = re.compile(r"kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}")
+SHM_PATH = "/dev/shm"
+CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+PROJECTED_SHAPES = frozenset({"object", "template", "podspec"})
+ANNOTATION_DOMAIN = "gpuguard.io/"
+
+# Stand-ins for what was replaced.  They cannot be mistaken for user data: a template that holds
+# one of these strings itself is keyed on its whole spec instead.
+UNREAD = "\x00unread"
+TOKEN_VOLUME = "\x00kube-api-access"
+
+
+def _read_env(name: str) -> bool:
+    return cuda_relevant(name) or name in DEVICE_ENV_NAMES
+
+
+def _env(env: list[Any]) -> list[Any]:
+    out = []
+    for var in env:
+        if (
+            isinstance(var, dict)
+            and isinstance(var.get("name"), str)
+            and not _read_env(var["name"])
+            and var.keys() <= {"name", "value"}
+            and isinstance(var.get("value", ""), str)
+        ):
+            out.append(UNREAD)
+        else:
+            out.append(var)
+    return out
+
+
+def _mounts_at_shm(spec: Mapping[str, Any]) -> set[Any]:
+    names = set()
+    for key in CONTAINER_LISTS:
+        for c in spec.get(key) or ():
+            mounts = c.get("volumeMounts") if isinstance(c, dict) else None
+            for m in mounts if isinstance(mounts, list) else ():
+                path = m.get("mountPath") if isinstance(m, dict) else None
+                if isinstance(path, str) and path.rstrip("/") == SHM_PATH:
+                    names.add(m.get("name"))
+    return names
+
+
+def _token_name(name: Any, keep: set[Any]) -> Any:
+    if isinstance(name, str) and name not in keep and SERVICE_ACCOUNT_VOLUME.fullmatch(name):
+        return TOKEN_VOLUME
+    return name
+
+
+def _volume(volume: Any, keep: set[Any]) -> Any:
+    if not isinstance(volume, dict):
+        return volume
+    out = volume
+    name = _token_name(volume.get("name"), keep)
+    if name is not volume.get("name") and "projected" in volume:
+        out = {**out, "name": name}
+    claim = volume.get("persistentVolumeClaim")
+    if isinstance(claim, dict) and isinstance(claim.get("claimName"), str):
+        out = {**out, "persistentVolumeClaim": {**claim, "claimName": UNREAD}}
+    return out
+
+
+def _container(c: Any, token_volumes: set[Any]) -> Any:
+    if not isinstance(c, dict):
+        return c
+    out = c
+    env = c.get("env")
+    if isinstance(env, list):
+        out = {**out, "env": _env(env)}
+    mounts = c.get("volumeMounts")
+    if isinstance(mounts, list) and token_volumes:
+        out = {**out, "volumeMounts": [
+            {**m, "name": TOKEN_VOLUME} if isinstance(m, dict) and m.get("name") in token_volumes else m
+            for m in mounts
+        ]}
+    return out
+
+
+def _holds_marker(spec: Mapping[str, Any]) -> bool:
+    """Whether a name or value the key would replace already reads like a stand-in."""
+    for volume in spec.get("volumes") or ():
+        if isinstance(volume, dict) and volume.get("name") in (UNREAD, TOKEN_VOLUME):
+            return True
+    for key in CONTAINER_LISTS:
+        for c in spec.get(key) or ():
+            if not isinstance(c, dict):
+                continue
+            for m in c.get("volumeMounts") or ():
+                if isinstance(m, dict) and m.get("name") in (UNREAD, TOKEN_VOLUME):
+                    return True
+            if UNREAD in (c.get("env") or ()):
+                return True
+    return False
+
+
+def spec_read(pod: PodTemplate) -> Any:
+    """The template's spec as the rule-results key sees it (a new structure; ``pod`` is unchanged)."""
+    spec = pod.spec
+    if pod.shape not in PROJECTED_SHAPES or not isinstance(spec, dict):
+        return spec
+    try:
+        if _holds_marker(spec):
+            return spec
+    except TypeError:  # a container or volume list that is not a list: keep the whole spec
+        return spec
+    out = dict(spec)
+    for key in ("hostname", "subdomain"):
+        if isinstance(out.get(key), str):
+            out[key] = UNREAD
+    volumes = spec.get("volumes")
+    token_volumes: set[Any] = set()
+    if isinstance(volumes, list):
+        keep = _mounts_at_shm(spec)
+        out["volumes"] = [_volume(v, keep) for v in volumes]
+        token_volumes = {
+            v["name"] for v, seen in zip(volumes, out["volumes"], strict=True)
+            if isinstance(v, dict) and isinstance(seen, dict) and seen.get("name") == TOKEN_VOLUME
+        }
+    for key in CONTAINER_LISTS:
+        containers = spec.get(key)
+        if isinstance(containers, list):
+            out[key] = [_container(c, token_volumes) for c in containers]
+    return out
+
+
+def annotations_read(annotations: Any) -> Any:
+    """The annotations a rule may read (all of a value that is not a string map, as given)."""
+    if not isinstance(annotations, dict):
+        return annotations
+    return {
+        k: v for k, v in annotations.items()
+        if not (isinstance(v, str) and isinstance(k, str)) or k.startswith(ANNOTATION_DOMAIN)
+    }
