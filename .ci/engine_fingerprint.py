@@ -5,7 +5,8 @@
 Evaluates, against several sets of cluster facts (none, examples/cluster.yaml, a generated
 5,000-node heterogeneous snapshot from bench/webhook_bench.py, and the test fixtures' clusters):
 
-* the 6,000 distinct AdmissionReviews of bench/distinct_reviews.py, through
+* the 6,000 distinct AdmissionReviews of bench/distinct_reviews.py (and 2,000 replica reviews,
+  ten pods in a row per template, served from the memo), through
   ``admission.parse_review`` → ``admission.validate`` / ``admission.mutate`` →
   ``admission.encode_response`` (the response bytes), and through ``policies.engine.evaluate``
   (every finding's rule, severity, path, message, remediation, kind, name, namespace and fix ops;
@@ -205,6 +206,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("example", generated, "none"):
         facts = clusters[name]
         digest.section(f"distinct-reviews@{name}", (line for body in bodies for line in review_lines(body, facts)))
+    replicas = distinct_reviews.replica_reviews(2000)  # memo hits: replicas of a template in a row
+    for name in ("example", "none"):
+        facts = clusters[name]
+        digest.section(f"replica-reviews@{name}", (line for body in replicas for line in review_lines(body, facts)))
 
     real = _manifest_files(CORPUS / "real") + _manifest_files(CORPUS / "helm-templates")
     for name, facts in clusters.items():

@@ -7,10 +7,13 @@ GPU counts from 1 to 8, some with node selectors or affinity for a GPU product, 
 findings (a request without a limit, a GPU product no node has).  About one in eight is a
 workload controller (Deployment, Job, StatefulSet) rather than a Pod.
 
-Nothing repeats: the container names and the object's identity differ in every review, so a
-memo keyed by template content never hits twice across a cycle of ``count`` reviews.
+Pods arrive as the API server sends them to a webhook: with the service-account token volume the
+ServiceAccount admission plugin adds first.  Nothing repeats: the container names and the
+object's identity differ in every review, so a memo keyed by what rules read never hits twice
+across a cycle of ``count`` reviews.  ``replica_reviews`` makes the other realistic stream: pods
+of one template in a row, as a controller creates its replicas.
 
-    .venv/bin/python bench/distinct_reviews.py 6000 > reviews.jsonl
+    .venv/bin/python bench/distinct_reviews.py 6000 [--replicas] > reviews.jsonl
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ TEAMS = tuple(f"team-{name}" for name in (
     "platform", "research", "infra", "eval", "data", "safety", "ocr", "maps", "video", "health",
 ))
 PRODUCTS = ("NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3")
+TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+TOKEN_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery utilrand.String's alphabet
 CONTROLLERS = (
     ("apps/v1", "Deployment", "deployments", "apps"),
     ("batch/v1", "Job", "jobs", "batch"),
@@ -111,6 +116,41 @@ def _pod(base: dict[str, Any], n: int, rng: random.Random) -> dict[str, Any]:
     return pod
 
 
+def as_admitted(pod: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """The pod as it reaches a webhook: the ServiceAccount admission plugin, which runs first, has
+    set the service account and mounted a token volume with a generated name in every container
+    (kubernetes plugin/pkg/admission/serviceaccount/admission.go, mountServiceAccountToken)."""
+    spec = pod["spec"]
+    spec.setdefault("serviceAccountName", "default")
+    name = "kube-api-access-" + "".join(rng.choice(TOKEN_NAME_CHARS) for _ in range(5))
+    for key in ("initContainers", "containers"):
+        for c in spec.get(key, ()):
+            c.setdefault("volumeMounts", []).append({"name": name, "readOnly": True, "mountPath": TOKEN_PATH})
+    spec.setdefault("volumes", []).append({"name": name, "projected": {"defaultMode": 420, "sources": [
+        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+        {"downwardAPI": {"items": [{"path": "namespace",
+                                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
+    ]}})
+    return pod
+
+
+def replica(pod: dict[str, Any], index: int, rng: random.Random) -> dict[str, Any]:
+    """Replica ``index`` of ``pod``'s controller (an Indexed Job, a StatefulSet, a training
+    operator's worker set): its own name, uid, hostname and RANK; then admitted as above."""
+    pod = json.loads(json.dumps(pod))
+    meta = pod["metadata"]
+    job = meta["labels"]["app"]
+    meta.update(name=f"{job}-{index}-{rng.getrandbits(20):05x}", uid=_uid(rng))
+    meta["labels"] = {**meta["labels"], "batch.kubernetes.io/job-completion-index": str(index)}
+    meta["annotations"] = {"batch.kubernetes.io/job-completion-index": str(index)}
+    spec = pod["spec"]
+    spec.update(hostname=f"{job}-{index}", subdomain=job)
+    for c in spec["containers"]:
+        c["env"] = [{"name": "RANK", "value": str(index)}, *c.get("env", [])]
+    return as_admitted(pod, rng)
+
+
 def _controller(pod: dict[str, Any], n: int) -> tuple[dict[str, Any], tuple[str, str, str, str]]:
     api_version, kind, resource, group = CONTROLLERS[n % len(CONTROLLERS)]
     meta = pod["metadata"]
@@ -143,15 +183,38 @@ def reviews(count: int, seed: int = 20261130) -> list[bytes]:
             version = api_version.split("/")[-1]
             req["kind"] = req["requestKind"] = {"group": group, "version": version, "kind": kind}
             req["resource"] = req["requestResource"] = {"group": group, "version": version, "resource": resource}
-        req.update(uid=_uid(rng), name=obj["metadata"]["name"], namespace=obj["metadata"]["namespace"], object=obj)
-        req["userInfo"]["username"] = "system:serviceaccount:kube-system:job-controller"
-        out.append(json.dumps(review, separators=(",", ":")).encode())
+        else:
+            obj = as_admitted(obj, rng)
+        out.append(_review(review, obj, rng))
+    return out
+
+
+def _review(review: dict[str, Any], obj: dict[str, Any], rng: random.Random) -> bytes:
+    req = review["request"]
+    req.update(uid=_uid(rng), name=obj["metadata"]["name"], namespace=obj["metadata"]["namespace"], object=obj)
+    req["userInfo"]["username"] = "system:serviceaccount:kube-system:job-controller"
+    return json.dumps(review, separators=(",", ":")).encode()
+
+
+def replica_reviews(count: int, replicas: int = 10, seed: int = 20261201) -> list[bytes]:
+    """``count`` Pod CREATE reviews: ``count / replicas`` distinct templates (as ``reviews`` makes
+    them), each sent as ``replicas`` pods in a row, the way a controller creates them.  Every review
+    is a distinct object; what repeats is what real replicas share."""
+    rng = random.Random(seed)
+    base_review = json.loads(BASE_REVIEW.read_text())
+    base_pod = base_review["request"]["object"]
+    out: list[bytes] = []
+    for n in range(-(-count // replicas)):
+        template = _pod(base_pod, n, rng)
+        for index in range(min(replicas, count - len(out))):
+            out.append(_review(json.loads(json.dumps(base_review)), replica(template, index, rng), rng))
     return out
 
 
 def main(argv: list[str]) -> int:
     count = int(argv[0]) if argv else 6000
-    sys.stdout.buffer.write(b"\n".join(reviews(count)) + b"\n")
+    made = replica_reviews(count) if "--replicas" in argv[1:] else reviews(count)
+    sys.stdout.buffer.write(b"\n".join(made) + b"\n")
     return 0
 
 

@@ -8,6 +8,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import orjson
 
@@ -15,9 +16,12 @@ from gpuguard.sources.snapshot import load_cluster_facts
 from policies.config import Config
 from policies.engine import evaluate
 from policies.facts import MEMO_LIMIT
+from policies.memo import rule_results_key
+from policies.podspec import extract
 from webhook import admission
 
 ROOT = Path(__file__).resolve().parents[2]
+CONFIG = Config()
 
 
 def _module() -> ModuleType:
@@ -29,12 +33,45 @@ def _module() -> ModuleType:
     return module
 
 
+def _memo_keys(obj: Any) -> tuple[Any, ...]:
+    """The rule-results memo keys of an object's templates (policies.memo.rule_results_key)."""
+    config = CONFIG
+    return tuple(
+        rule_results_key(config, t, obj["metadata"].get("annotations"), set())
+        for t in extract(obj, config.workload_index)
+    )
+
+
+def test_pods_arrive_as_the_api_server_sends_them() -> None:
+    for body in _module().reviews(40):
+        req = admission.parse_review(body)
+        assert req.obj is not None
+        if req.kind != "Pod":
+            continue
+        (token,) = [v for v in req.obj["spec"]["volumes"] if v["name"].startswith("kube-api-access-")]
+        assert "projected" in token and len(token["name"]) == len("kube-api-access-") + 5
+        for c in req.obj["spec"]["containers"]:
+            assert {"name": token["name"], "readOnly": True, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"} in c["volumeMounts"]
+
+
+def test_replicas_are_distinct_pods_of_shared_templates() -> None:
+    bodies = _module().replica_reviews(60, replicas=10)
+    requests = [admission.parse_review(body) for body in bodies]
+    assert len(requests) == 60 and all(r.kind == "Pod" and r.operation == "CREATE" for r in requests)
+    assert len({r.uid for r in requests}) == 60 and len({r.name for r in requests}) == 60
+    assert len({orjson.dumps(r.obj["spec"] if r.obj else None) for r in requests}) == 60
+    keys = [_memo_keys(r.obj) for r in requests]
+    assert [len(set(keys[i:i + 10])) for i in range(0, 60, 10)] == [1] * 6  # a template's replicas share one
+    assert len(set(keys)) == 6
+
+
 def test_reviews_are_valid_and_all_different() -> None:
     bodies = _module().reviews(MEMO_LIMIT + 500)
     requests = [admission.parse_review(body) for body in bodies]
     assert len({r.uid for r in requests}) == len(requests)
     specs = {hashlib.sha256(orjson.dumps(r.obj["spec"] if r.obj else None)).digest() for r in requests}
-    assert len(specs) == len(requests)  # more distinct templates than the memo holds
+    assert len(specs) == len(requests)
+    assert len({_memo_keys(r.obj) for r in requests}) == len(requests)  # more than the memo holds
     kinds = Counter(r.kind for r in requests)
     assert kinds["Pod"] > 0.8 * len(requests) and {"Deployment", "Job", "StatefulSet"} <= set(kinds)
 
