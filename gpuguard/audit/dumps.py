@@ -17,17 +17,16 @@ Bad input is an :class:`InputError` with file and line; the other objects and fi
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from gpuguard.audit.auditor import Auditor, Judged, is_object
 from gpuguard.audit.model import Origin
-from gpuguard.kube.dump import JSON_ERRORS, invalid_json
-from gpuguard.sources.inputs import Input, collect
+from gpuguard.kube.dump import JSON_ERRORS, invalid_json, read_dump
+from gpuguard.kube.prune import PAGE
+from gpuguard.sources.inputs import collect
 from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, decode
 from gpuguard.sources.yamlstream import ListEnd, Unit, stream
 
@@ -38,31 +37,7 @@ STDIN_NAME = "<stdin>"
 PodSink = Callable[[bytes | msgspec.Raw], None]
 
 
-class _Page(msgspec.Struct):
-    apiVersion: Any = None
-    kind: Any = None
-    items: list[msgspec.Raw] | None = None
-
-
-_PAGE = msgspec.json.Decoder(_Page)
 _WHOLE = msgspec.json.Decoder()
-
-
-def _read(item: Input) -> bytes:
-    if item.path is None:
-        data = sys.stdin.buffer.read(MAX_JSON_BYTES + 1)
-    else:
-        try:
-            size = item.path.stat().st_size
-            if size > MAX_JSON_BYTES:
-                raise InputError(item.name, 0, f"dump is {size / 1048576:.0f} MiB; the limit is "
-                                 f"{MAX_JSON_BYTES // 1048576} MiB")
-            data = Path(item.path).read_bytes()
-        except OSError as exc:
-            raise InputError(item.name, 0, f"cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_JSON_BYTES:
-        raise InputError(item.name, 0, f"dump is larger than the {MAX_JSON_BYTES // 1048576} MiB limit")
-    return data
 
 
 class DumpReader:
@@ -80,7 +55,7 @@ class DumpReader:
         for item in inputs:
             name = STDIN_NAME if item.path is None else item.name
             try:
-                data = _read(item)
+                data = read_dump(name, item.path, MAX_JSON_BYTES)
                 if data.lstrip()[:1] in (b"{", b"["):
                     self._json(data, name)
                 elif len(data) > MAX_YAML_BYTES:
@@ -98,7 +73,7 @@ class DumpReader:
     # --- JSON ---------------------------------------------------------------------------------
     def _json(self, data: bytes, name: str) -> None:
         try:
-            page = _PAGE.decode(data)
+            page = PAGE.decode(data)
         except msgspec.ValidationError:
             page = None
         except JSON_ERRORS as exc:

@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from gpuguard.kube.prune import PAGE
 from gpuguard.kube.status import HTTP_GONE, HTTP_NOT_FOUND
 
 PAGE_SIZE = 500
@@ -133,14 +134,8 @@ class _ResourceList(msgspec.Struct):
     resources: list[_Resource] = []
 
 
-class _Page(msgspec.Struct):
-    metadata: dict[str, Any] = {}
-    items: list[msgspec.Raw] | None = None
-
-
 _GROUPS = msgspec.json.Decoder(_GroupList)
 _RESOURCES = msgspec.json.Decoder(_ResourceList)
-_PAGE = msgspec.json.Decoder(_Page)
 
 
 @dataclass(slots=True)
@@ -210,7 +205,7 @@ def list_pages(client: RestClient, path: str, *, field_selector: str | None = No
                 if token:
                     query.append(("continue", token))
                 try:
-                    page = _PAGE.decode(client.get(path, query))
+                    page = PAGE.decode(client.get(path, query))
                 except msgspec.DecodeError as exc:
                     raise ApiError(path, 200, f"not a list: {exc}") from None
                 yield page.items or []

@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from gpuguard.kube.prune import PAGE, decode_item
+from gpuguard.kube.prune import ARRAY, PAGE, decode_item
 from gpuguard.sources.loader import parse_text
 from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, decode
 from policies.pending.state import ClusterObjects
@@ -43,11 +43,11 @@ class DumpLoad:
     files: list[str] = field(default_factory=list)
 
 
-def _read(name: str, limit: int) -> bytes:
-    if name == STDIN:
+def read_dump(name: str, path: Path | None, limit: int) -> bytes:
+    """The bytes of the dump at ``path`` (None: stdin), refusing one over ``limit`` bytes."""
+    if path is None:
         data = sys.stdin.buffer.read(limit + 1)
     else:
-        path = Path(name)
         try:
             size = path.stat().st_size
             if size > limit:
@@ -80,16 +80,19 @@ def invalid_json(name: str, data: bytes, exc: Exception) -> InputError:
 def _load_json(data: bytes, name: str, out: ClusterObjects) -> None:
     try:
         page = PAGE.decode(data)
+    except msgspec.ValidationError:  # valid JSON of another shape (a subclass of DecodeError)
+        page = None
     except JSON_ERRORS as exc:
         raise invalid_json(name, data, exc) from None
-    except msgspec.ValidationError:
-        page = None
     try:
         if page is not None and page.items is not None and isinstance(page.kind, str) and page.kind.endswith("List"):
             # "PodList" and friends (a single-kind API list) carry items without kind
             item_kind = page.kind[: -len("List")] if page.kind != "List" else None
             for raw in page.items:
                 _add(decode_item(raw, item_kind if item_kind in KINDS else None), out)
+        elif data.lstrip()[:1] == b"[":
+            for raw in ARRAY.decode(data):
+                _add(decode_item(raw), out)
         else:
             _add(decode_item(data), out)
     except JSON_ERRORS as exc:
@@ -130,7 +133,7 @@ def load_dumps(names: Sequence[str], *, max_bytes: int = MAX_DUMP_BYTES,
         shown = "<stdin>" if name == STDIN else name
         before = _count(result.objects)
         try:
-            data = _read(name, max_bytes)
+            data = read_dump(shown, None if name == STDIN else Path(name), max_bytes)
             if data.lstrip()[:1] in (b"{", b"["):
                 _load_json(data, shown, result.objects)
             elif len(data) > max_yaml_bytes:

@@ -95,6 +95,7 @@ class PrunedObject(TypedDict, total=False):
 class _Page(msgspec.Struct):
     """A List (``kubectl … -o json``) or an API list page."""
 
+    apiVersion: Any = None
     kind: Any = None
     metadata: dict[str, Any] = {}
     items: list[msgspec.Raw] | None = None
@@ -104,6 +105,7 @@ _KEPT_WHOLE = frozenset({"NodePool", "DeviceClass", "ResourceSlice", "ResourceCl
 _PRUNED: msgspec.json.Decoder[Any] = msgspec.json.Decoder(PrunedObject)
 _WHOLE = msgspec.json.Decoder()
 PAGE = msgspec.json.Decoder(_Page)
+ARRAY = msgspec.json.Decoder(list[msgspec.Raw])  # a top-level JSON array of objects (``jq .items``)
 
 
 def decode_item(raw: bytes | msgspec.Raw, kind: str | None = None) -> Any:

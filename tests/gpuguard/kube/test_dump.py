@@ -80,6 +80,23 @@ def test_wrongly_typed_fields_fall_back_to_the_whole_object(tmp_path: Path) -> N
     assert load.objects.pods[0]["spec"]["containers"] == "not a list"
 
 
+def test_a_top_level_json_array_is_read_as_audit_reads_it(tmp_path: Path, expected: dict[str, object]) -> None:
+    """``kubectl get … -o json | jq .items`` writes a bare array; audit read it, why-pending called it
+    invalid JSON."""
+    dump = tmp_path / "items.json"
+    dump.write_text(json.dumps(all_objects()))
+    load = load_dumps([str(dump)])
+    assert load.errors == []
+    assert summary(load.objects) == expected
+
+
+def test_valid_json_of_another_shape_is_not_called_invalid(tmp_path: Path) -> None:
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps({"kind": "List", "metadata": [], "items": [scenario()["nodes"][0]]}))
+    load = load_dumps([str(odd)])
+    assert load.errors == [] and len(load.objects.nodes) == 1
+
+
 @pytest.mark.parametrize(
     ("name", "text", "line", "words"),
     [
