@@ -27,7 +27,6 @@ every allocation).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import random
 import socket
@@ -37,6 +36,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
+from gpuguard.kube.pager import pages_of
 from gpuguard.kube.status import HTTP_GONE, HTTP_NOT_FOUND, status_of
 from policies.dra.claims import parse_resource_claim, parse_resource_claim_template
 from policies.dra.facts import DraFacts
@@ -60,6 +62,7 @@ LIST_PAGE_SIZE = 500
 MIN_WATCH_TIMEOUT_SECONDS = 300
 CONNECT_TIMEOUT_SECONDS = 10.0
 LIST_READ_TIMEOUT_SECONDS = 60.0
+_ITEM: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 
 FactsCallback = Callable[[ClusterFacts], None]
 ApiClientFactory = Callable[[], Any]
@@ -75,12 +78,6 @@ class _Stopped(Exception):
 
 class _Absent(Exception):
     """An optional resource the API server does not serve (its CRD is not installed)."""
-
-
-class _StatusError(Exception):
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(f"HTTP {status}: {reason}")
-        self.status = status
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,43 +190,25 @@ class _Reflector:
         self.list_calls += 1
         method = self._method()
         items: list[Mapping[str, Any]] = []
-        token: str | None = None
-        while True:
-            kwargs: dict[str, Any] = {
-                "limit": LIST_PAGE_SIZE,
-                "_preload_content": False,
-                "_request_timeout": (CONNECT_TIMEOUT_SECONDS, LIST_READ_TIMEOUT_SECONDS),
-            }
-            if token:
-                kwargs["_continue"] = token
-            try:
-                resp = method(**kwargs)
-            except Exception as exc:
-                if status_of(exc) == HTTP_GONE:  # an expired continue token: start over
-                    raise ResourceGone(f"{self.resource.name}: {exc}") from None
-                if status_of(exc) == HTTP_NOT_FOUND and self.resource.optional:
-                    raise _Absent from None
-                raise
-            try:
-                status = getattr(resp, "status", 200)
-                body = resp.data
-            finally:
-                resp.release_conn()
-            if status == HTTP_GONE:
-                raise ResourceGone(f"{self.resource.name}: list continue token expired")
-            if status == HTTP_NOT_FOUND and self.resource.optional:
-                raise _Absent
-            if not 200 <= status <= 299:
-                raise _StatusError(status, body[:200].decode("utf-8", "replace"))
-            page = json.loads(body)
-            items.extend(i for i in page.get("items") or () if isinstance(i, Mapping))
-            meta = page.get("metadata") or {}
-            token = meta.get("continue") or None
-            if token is None:
-                version = str(meta.get("resourceVersion") or "")
-                break
-            if self.owner.stopping:
-                raise _Stopped
+        version = ""
+        try:
+            for page in pages_of(method, page_size=LIST_PAGE_SIZE,
+                                   timeout=(CONNECT_TIMEOUT_SECONDS, LIST_READ_TIMEOUT_SECONDS)):
+                for raw in page.items:
+                    item = _ITEM.decode(raw)
+                    if isinstance(item, Mapping):
+                        items.append(item)
+                version = page.resource_version
+                if page.more and self.owner.stopping:
+                    raise _Stopped
+        except _Stopped:
+            raise
+        except Exception as exc:
+            if status_of(exc) == HTTP_GONE:  # an expired continue token: start over
+                raise ResourceGone(f"{self.resource.name}: {exc}") from None
+            if status_of(exc) == HTTP_NOT_FOUND and self.resource.optional:
+                raise _Absent from None
+            raise
         store: dict[str, Any] = {}
         for item in items:
             key = self.resource.key(as_mapping(item.get("metadata")))

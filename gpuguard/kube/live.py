@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuguard.kube.prune import PAGE, decode_item
-from gpuguard.kube.status import HTTP_FORBIDDEN, HTTP_GONE, HTTP_NOT_FOUND, status_of
+from gpuguard.kube.pager import ContinueExpired, pages_of
+from gpuguard.kube.prune import decode_item
+from gpuguard.kube.status import HTTP_FORBIDDEN, HTTP_NOT_FOUND, status_of
 from policies.pending.state import ClusterObjects
 
 PAGE_SIZE = 500
@@ -52,10 +53,6 @@ class LiveListing:
     objects: ClusterObjects = field(default_factory=ClusterObjects)
     notes: list[str] = field(default_factory=list)
     requests: int = 0
-
-
-class _Gone(Exception):
-    pass
 
 
 
@@ -91,51 +88,20 @@ class _Lister:
         for _attempt in range(MAX_RESTARTS + 1):
             found: list[Any] = []
             try:
-                self._pages(self._method(api, method), kind, found, kwargs)
-            except _Gone:
+                for page in pages_of(self._method(api, method), page_size=self.page_size, timeout=self.timeout,
+                                       on_call=self._count, **kwargs):
+                    for raw in page.items:
+                        obj = decode_item(raw, kind)
+                        if isinstance(obj, dict):
+                            found.append(obj)
+            except ContinueExpired:
                 continue
             out.extend(found)
             return
         raise LiveError(f"listing {kind} objects: the continue token kept expiring (HTTP 410)")
 
-    def _pages(self, method: Callable[..., Any], kind: str, found: list[Any], kwargs: dict[str, Any]) -> None:
-        token: str | None = None
-        while True:
-            call = {**kwargs, "limit": self.page_size, "_preload_content": False, "_request_timeout": self.timeout}
-            if token:
-                call["_continue"] = token
-            self.requests += 1
-            try:
-                resp = method(**call)
-            except Exception as exc:
-                if status_of(exc) == HTTP_GONE and token:
-                    raise _Gone from None
-                raise
-            try:
-                status = getattr(resp, "status", 200)
-                body = resp.data
-            finally:
-                resp.release_conn()
-            if status == HTTP_GONE and token:
-                raise _Gone
-            if not 200 <= status <= 299:
-                raise _HttpError(status, body[:200].decode("utf-8", "replace"))
-            page = PAGE.decode(body)
-            for raw in page.items or ():
-                obj = decode_item(raw, kind)
-                if isinstance(obj, dict):
-                    found.append(obj)
-            token = page.metadata.get("continue") or None
-            if not token:
-                return
-
-
-class _HttpError(Exception):
-    def __init__(self, status: int, body: str) -> None:
-        super().__init__(f"HTTP {status}")
-        self.status = status
-        self.reason = f"HTTP {status}"
-        self.body = body
+    def _count(self) -> None:
+        self.requests += 1
 
 
 def _rbac(verb_resource: str, scope: str) -> str:
