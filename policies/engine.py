@@ -285,7 +285,12 @@ def _check_memoised(
     about the template's GPU images is part of the key: a result computed while a lookup was
     pending must not outlive the lookup.
     """
-    key = rule_results_key(config, pod, meta.get("annotations"), ignored, meta.get("namespace"))
+    try:
+        key = rule_results_key(config, pod, meta.get("annotations"), ignored, meta.get("namespace"))
+    except TooDeep:
+        raise
+    except Exception:  # data the key cannot take is judged without the memo, never left unjudged
+        key = None
     if key is None:
         return _check(obj, pod, config, facts, images, has_facts, ignored, dra)
     if not isinstance(images, NoImageFacts):

@@ -76,25 +76,25 @@ def _env(env: list[Any]) -> list[Any]:
     return out
 
 
-def _mounts_at_shm(spec: Mapping[str, Any]) -> set[Any]:
-    names = set()
+def _mounts_at_shm(spec: Mapping[str, Any]) -> set[str]:
+    names: set[str] = set()
     for key in CONTAINER_LISTS:
         for c in spec.get(key) or ():
             mounts = c.get("volumeMounts") if isinstance(c, dict) else None
             for m in mounts if isinstance(mounts, list) else ():
                 path = m.get("mountPath") if isinstance(m, dict) else None
-                if isinstance(path, str) and path.rstrip("/") == SHM_PATH:
-                    names.add(m.get("name"))
+                if isinstance(path, str) and path.rstrip("/") == SHM_PATH and isinstance(m.get("name"), str):
+                    names.add(m["name"])
     return names
 
 
-def _token_name(name: Any, keep: set[Any]) -> Any:
+def _token_name(name: Any, keep: set[str]) -> Any:
     if isinstance(name, str) and name not in keep and SERVICE_ACCOUNT_VOLUME.fullmatch(name):
         return TOKEN_VOLUME
     return name
 
 
-def _volume(volume: Any, keep: set[Any]) -> Any:
+def _volume(volume: Any, keep: set[str]) -> Any:
     if not isinstance(volume, dict):
         return volume
     out = volume
@@ -107,7 +107,7 @@ def _volume(volume: Any, keep: set[Any]) -> Any:
     return out
 
 
-def _container(c: Any, token_volumes: set[Any]) -> Any:
+def _container(c: Any, token_volumes: set[str]) -> Any:
     if not isinstance(c, dict):
         return c
     out = c
@@ -117,10 +117,15 @@ def _container(c: Any, token_volumes: set[Any]) -> Any:
     mounts = c.get("volumeMounts")
     if isinstance(mounts, list) and token_volumes:
         out = {**out, "volumeMounts": [
-            {**m, "name": TOKEN_VOLUME} if isinstance(m, dict) and m.get("name") in token_volumes else m
+            {**m, "name": TOKEN_VOLUME} if isinstance(m, dict) and _named(m, token_volumes) else m
             for m in mounts
         ]}
     return out
+
+
+def _named(item: dict[str, Any], names: set[str]) -> bool:
+    name = item.get("name")
+    return isinstance(name, str) and name in names
 
 
 def _holds_marker(spec: Mapping[str, Any]) -> bool:
@@ -146,16 +151,18 @@ def spec_read(pod: PodTemplate) -> Any:
     if pod.shape not in PROJECTED_SHAPES or not isinstance(spec, dict):
         return spec
     try:
-        if _holds_marker(spec):
-            return spec
-    except TypeError:  # a container or volume list that is not a list: keep the whole spec
+        return spec if _holds_marker(spec) else _projected(spec)
+    except TypeError:  # a number where a list belongs, a list where a name does: key the whole spec
         return spec
+
+
+def _projected(spec: dict[str, Any]) -> dict[str, Any]:
     out = dict(spec)
     for key in ("hostname", "subdomain"):
         if isinstance(out.get(key), str):
             out[key] = UNREAD
     volumes = spec.get("volumes")
-    token_volumes: set[Any] = set()
+    token_volumes: set[str] = set()
     if isinstance(volumes, list):
         keep = _mounts_at_shm(spec)
         out["volumes"] = [_volume(v, keep) for v in volumes]

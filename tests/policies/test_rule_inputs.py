@@ -123,6 +123,25 @@ def test_data_holding_a_stand_in_is_keyed_whole() -> None:
         assert spec_read(pod) is pod.spec
 
 
+def test_names_and_lists_of_any_type_never_break_the_key() -> None:
+    """Found by fuzzing: a mount named by a list made the key raise, and the engine with it."""
+    token = "kube-api-access-x2b9q"
+    odd_mounts = [{"name": ["a"], "mountPath": "/dev/shm"}, {"name": {"b": 1}, "mountPath": SA_PATH},
+                  {"name": token, "mountPath": SA_PATH}, ["not", "a", "mount"]]
+    for spec in (
+        {"containers": [_worker([{"name": ["RANK"], "value": "1"}], odd_mounts)],
+         "volumes": [{"name": token, **SA_SOURCE}, {"name": ["x"]}]},
+        {"containers": [_worker([], odd_mounts)], "volumes": [{"name": token, **SA_SOURCE}], "hostname": ["h"]},
+        {"containers": [{"name": "c", "env": 3, "volumeMounts": {"name": "m"}}], "volumes": {"name": "v"}},
+        {"containers": [{"name": "c", "env": [{"name": "RANK", "value": "1"}]}], "initContainers": 5},
+    ):
+        pod = _pod(**spec)
+        _key(pod)
+        obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"}, "spec": spec}
+        ev = evaluate(obj, Config(), load_cluster_facts(str(EXAMPLES / "cluster.yaml")))
+        assert all(f.rule != "gpu-check-failed" for f in ev.findings), ev.findings
+
+
 def test_nothing_is_changed_in_place() -> None:
     pod = _as_sent("x2b9q", "0", "trainer-0")
     before = copy.deepcopy(pod.spec)
@@ -253,3 +272,80 @@ def test_what_extraction_takes_from_outside_the_spec_is_part_of_the_key() -> Non
     provided, own = cluster({}), cluster({"plasma-directory": "/tmp/plasma"})
     assert shm_findings(evaluate(provided, config, facts)) == []
     assert shm_findings(evaluate(own, config, facts)) == ["/spec/workerGroupSpecs/0/template/spec/containers/0"]
+
+
+# --- a deterministic fuzz: odd shapes, and pairs that differ only in what the key drops ---
+
+_ATOMS: tuple[Any, ...] = (
+    None, 0, 1.5, True, "x", "kube-api-access-bcdfg", UNREAD, [], {}, [1, "a"],
+    {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}, {"name": "RANK", "value": "3"}, {"name": "RANK"},
+    {"name": 5, "value": "x"}, {"name": ["n"], "value": "x"}, {"name": "kube-api-access-bcdfg", **SA_SOURCE},
+    {"name": "kube-api-access-bcdfg", "mountPath": "/dev/shm"}, {"name": "kube-api-access-bcdfg", "mountPath": SA_PATH},
+    {"name": ["kube-api-access-bcdfg"], "mountPath": "/dev/shm"},
+    {"name": "d", "persistentVolumeClaim": {"claimName": "c"}}, {"name": "d", "persistentVolumeClaim": "c"},
+    {"name": "dshm", "emptyDir": {"medium": "Memory"}}, {"name": "dshm", "emptyDir": {}},
+)
+
+
+def _odd(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth > 2 or roll < 0.4:
+        return copy.deepcopy(rng.choice(_ATOMS))
+    if roll < 0.7:
+        return [_odd(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    keys = ("name", "env", "volumeMounts", "value", "mountPath", "resources", "image")
+    return {rng.choice(keys): _odd(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+
+
+def _odd_pod(rng: random.Random) -> dict[str, Any]:
+    worker = {"name": rng.choice(["w", 3, None]), "image": rng.choice(["nvcr.io/nvidia/pytorch:24.05-py3", 5]),
+              "resources": rng.choice([{"limits": {"nvidia.com/gpu": rng.choice(["2", "x", 2, "4"])}}, None, []]),
+              "env": rng.choice([_odd(rng), [_odd(rng) for _ in range(3)]]),
+              "volumeMounts": rng.choice([_odd(rng), [_odd(rng) for _ in range(3)]])}
+    spec = {"containers": rng.choice([[worker], [worker, _odd(rng)], _odd(rng)]),
+            "volumes": rng.choice([_odd(rng), [_odd(rng) for _ in range(3)]]),
+            "hostname": rng.choice(["h", _odd(rng)]), "initContainers": rng.choice([None, [_odd(rng)], _odd(rng)])}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml", "annotations": _odd(rng)},
+            "spec": spec}
+
+
+def _with_unread_changes(pod: dict[str, Any]) -> dict[str, Any]:
+    """``pod`` with every field the key drops changed the way replicas differ."""
+    other = copy.deepcopy(pod)
+    spec = other["spec"]
+    if isinstance(spec.get("hostname"), str):
+        spec["hostname"] += "-1"
+    for c in spec["containers"] if isinstance(spec.get("containers"), list) else ():
+        env = c.get("env") if isinstance(c, dict) else None
+        for var in env if isinstance(env, list) else ():
+            if (isinstance(var, dict) and isinstance(var.get("name"), str) and not var["name"].startswith("NVIDIA_")
+                    and var.keys() <= {"name", "value"} and isinstance(var.get("value", ""), str)):
+                var.update(name=var["name"] + "_B", value="other")
+
+    def rename(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: rename(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [rename(v) for v in node]
+        return "kube-api-access-zzzzz" if node == "kube-api-access-bcdfg" else node
+
+    return dict(rename(other))
+
+
+def test_fuzzed_pods_never_break_the_key_and_equal_keys_mean_equal_findings() -> None:
+    rng, config = random.Random(20261201), Config()
+    pairs = 0
+    for _ in range(3000):
+        pod = _odd_pod(rng)
+        other = _with_unread_changes(pod)
+        keys = [
+            [rule_results_key(config, t, o["metadata"].get("annotations"), set()) for t in _templates(o)]
+            for o in (pod, other)
+        ]
+        if keys[0] != keys[1] or pod == other:
+            continue
+        pairs += 1
+        first = evaluate(pod, config, load_cluster_facts(str(EXAMPLES / "cluster.yaml")))
+        second = evaluate(other, config, load_cluster_facts(str(EXAMPLES / "cluster.yaml")))
+        assert _outcome(first) == _outcome(second), (pod, other)
+    assert pairs > 150
