@@ -62,7 +62,7 @@ class OldDriverLabelsKey:
 @dataclass(frozen=True, slots=True)
 class ReviewImagePairsKey:
     """The webhook's image lookups for one object: the config by identity (checked as owner), the
-    object's apiVersion, kind and namespace, and its serialised spec."""
+    object's apiVersion, kind and namespace, and a digest of its spec (policies.digest)."""
 
     config_id: int
     where: tuple[Any, Any, Any]

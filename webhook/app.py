@@ -25,6 +25,7 @@ from fastapi.responses import Response
 from starlette.routing import Route
 
 from policies.config import Config
+from policies.digest import TooDeep, digest
 from policies.engine import evaluate
 from policies.facts import ClusterFacts
 from policies.memo import ReviewImagePairsKey
@@ -156,13 +157,21 @@ class AdmissionEndpoint:
         try:
             obj = req.obj
             # Controllers create many pods that differ only in metadata: the images of a spec are
-            # computed once per facts snapshot (serialising the spec is far cheaper than extracting).
+            # computed once per facts snapshot (digesting the spec is far cheaper than extracting).
             meta = obj.get("metadata") or {}
             where = (obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"))
-            key = ReviewImagePairsKey(id(config), where, orjson.dumps(obj.get("spec")))
-            pairs = facts.memoised(
-                key, lambda: tuple(pairs_in((obj,), config, gpu_node_arches(facts, config))), owner=config
-            )
+
+            def compute() -> tuple[tuple[str, str], ...]:
+                return tuple(pairs_in((obj,), config, gpu_node_arches(facts, config)))
+
+            try:
+                content = digest(obj.get("spec"))  # 16 bytes, however large the spec
+            except TooDeep:
+                content = None
+            if content is None:
+                pairs = compute()
+            else:
+                pairs = facts.memoised(ReviewImagePairsKey(id(config), where, content), compute, owner=config)
             return await self.images.prepare(pairs) if pairs else None
         except Exception:  # lookups are advisory: a fault here must not fail the review
             log.exception("%s: image lookups failed for uid=%s", self.endpoint, req.uid)

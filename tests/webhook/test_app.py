@@ -1,0 +1,65 @@
+"""The admission endpoints' own memo: what registry lookups a review needs, held as 16 bytes a spec."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+import orjson
+
+from gpuguard.registry.service import ImageLookupService
+from policies.config import Config
+from policies.memo import ReviewImagePairsKey
+from tests.support.admission import review
+from webhook.app import StaticFacts, create_app
+
+
+class Lookups:
+    """An image lookup service that records what it is asked and finds nothing."""
+
+    def __init__(self) -> None:
+        self.asked: list[Any] = []
+
+    async def prepare(self, pairs: Any) -> None:
+        self.asked.append(pairs)
+
+
+def _pod(n: int, env_bytes: int) -> dict[str, Any]:
+    big = [{"name": f"V{i}", "value": "x" * 1000} for i in range(env_bytes // 1000)]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{n}", "namespace": "ml"}, "spec": {
+        "containers": [{"name": f"c{n}", "image": "nvcr.io/nvidia/pytorch:24.05-py3", "env": big,
+                        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+
+async def _post(app: Any, body: bytes) -> dict[str, Any]:
+    sent: list[dict[str, Any]] = []
+    messages = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop()
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app({"type": "http", "method": "POST", "path": "/validate", "headers": []}, receive, send)
+    assert sent[0]["status"] == 200
+    return cast(dict[str, Any], orjson.loads(sent[1]["body"]))
+
+
+def test_image_lookup_keys_hold_a_digest_not_the_spec() -> None:
+    """Distinct pods with 200 KB specs once left their whole serialised spec in the memo key each."""
+    facts = StaticFacts()
+    lookups = Lookups()
+    app = create_app(Config(), facts, image_lookups=cast(ImageLookupService, lookups))
+
+    async def scenario() -> None:
+        for n in range(20):
+            response = await _post(app, orjson.dumps(review("CREATE", _pod(n, 200_000))))
+            assert response["response"]["allowed"] is True
+
+    asyncio.run(scenario())
+    assert len(lookups.asked) == 20 and all(pairs == (("nvcr.io/nvidia/pytorch:24.05-py3", "amd64"),)
+                                            for pairs in lookups.asked)
+    memo = facts.current()._memo  # type: ignore[attr-defined]
+    keys = [k for k in memo if isinstance(k, ReviewImagePairsKey)]
+    assert len(keys) == 20 and all(len(k.spec) == 16 for k in keys)
