@@ -27,13 +27,14 @@ def _key_expression(path: Path, call: ast.Call) -> ast.expr:
         tree = ast.parse(path.read_text())
         for func in ast.walk(tree):
             if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef) and func.lineno <= call.lineno <= (func.end_lineno or 0):
-                assigned = [
-                    n.value for n in ast.walk(func)
-                    if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == key.id for t in n.targets)
-                    and n.lineno < call.lineno
-                ]
+                assigned = sorted(
+                    (n for n in ast.walk(func)
+                     if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == key.id for t in n.targets)
+                     and n.lineno < call.lineno and not (isinstance(n.value, ast.Constant) and n.value.value is None)),
+                    key=lambda n: n.lineno,
+                )  # the last assignment in the source (None means no memo, so it is never a key)
                 if assigned:
-                    return assigned[-1]
+                    return assigned[-1].value
     return key
 
 
