@@ -61,12 +61,11 @@ class OldDriverLabelsKey:
 
 @dataclass(frozen=True, slots=True)
 class ReviewImagePairsKey:
-    """The webhook's image lookups for one object: the config by identity (checked as owner), the
-    object's apiVersion, kind and namespace, and a digest of its spec (policies.digest)."""
+    """The webhook's image lookups for one object: the config by identity (checked as owner), and a
+    digest (policies.digest) of the object's apiVersion, kind, namespace and spec."""
 
     config_id: int
-    where: tuple[Any, Any, Any]
-    spec: bytes
+    content: bytes
 
 
 @dataclass(frozen=True, slots=True)

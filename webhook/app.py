@@ -165,13 +165,13 @@ class AdmissionEndpoint:
                 return tuple(pairs_in((obj,), config, gpu_node_arches(facts, config)))
 
             try:
-                content = digest(obj.get("spec"))  # 16 bytes, however large the spec
+                content = digest(where, obj.get("spec"))  # 16 bytes, however large they are
             except TooDeep:
                 content = None
             if content is None:
                 pairs = compute()
             else:
-                pairs = facts.memoised(ReviewImagePairsKey(id(config), where, content), compute, owner=config)
+                pairs = facts.memoised(ReviewImagePairsKey(id(config), content), compute, owner=config)
             return await self.images.prepare(pairs) if pairs else None
         except Exception:  # lookups are advisory: a fault here must not fail the review
             log.exception("%s: image lookups failed for uid=%s", self.endpoint, req.uid)

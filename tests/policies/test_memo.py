@@ -60,3 +60,33 @@ def test_every_memo_key_is_built_from_a_key_class() -> None:
         if not _is_typed(expr):
             loose.append(f"{path.relative_to(ROOT)}:{call.lineno}: {ast.unparse(expr)}")
     assert loose == []
+
+
+def test_memo_keys_hold_no_user_text_however_large_it_is() -> None:
+    """Every key a review leaves in the memo is small, whatever strings the object carries (a
+    GPU resource name of the ``nvidia.com/`` family 100 KB long, huge selectors, images, names)."""
+    import sys
+
+    from gpuguard.sources.snapshot import load_cluster_facts
+    from policies.config import Config
+    from policies.engine import evaluate
+    from policies.facts import ClusterFacts
+    from tests.support.paths import EXAMPLES
+
+    huge = "x" * 100_000
+    facts: ClusterFacts = load_cluster_facts(str(EXAMPLES / "cluster.yaml"))
+    config = Config()
+    for n in range(5):
+        resources = {"limits": {f"nvidia.com/mig-{huge}{n}": "1", "nvidia.com/gpu": "2", f"example.com/{huge}": "1"}}
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": huge, "namespace": "ml",
+                                                               "annotations": {huge: huge}},
+               "spec": {"nodeSelector": {f"k{n}": huge}, "runtimeClassName": huge, "hostname": huge,
+                        "tolerations": [{"key": huge, "operator": "Exists"}],
+                        "containers": [{"name": huge, "image": f"{huge}:{n}", "resources": resources,
+                                        "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": huge}]}]}}
+        evaluate(pod, config, facts)
+    memo = {**facts._memo, **facts._pinned}  # type: ignore[attr-defined]
+    assert len(memo) > 5
+    sizes = {type(k).__name__: len(repr(k)) for k in memo}
+    assert max(sizes.values()) < 2_000, sizes
+    assert sum(sys.getsizeof(k) for k in memo) < 100_000

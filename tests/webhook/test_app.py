@@ -56,10 +56,14 @@ def test_image_lookup_keys_hold_a_digest_not_the_spec() -> None:
         for n in range(20):
             response = await _post(app, orjson.dumps(review("CREATE", _pod(n, 200_000))))
             assert response["response"]["allowed"] is True
+        for n in range(5):  # the object's own apiVersion and kind are user text too
+            odd = review("CREATE", _pod(n, 0))
+            odd["request"]["object"]["apiVersion"] = f"{n}" + "v" * 100_000
+            await _post(app, orjson.dumps(odd))
 
     asyncio.run(scenario())
-    assert len(lookups.asked) == 20 and all(pairs == (("nvcr.io/nvidia/pytorch:24.05-py3", "amd64"),)
+    assert len(lookups.asked) == 25 and all(pairs == (("nvcr.io/nvidia/pytorch:24.05-py3", "amd64"),)
                                             for pairs in lookups.asked)
     memo = facts.current()._memo  # type: ignore[attr-defined]
     keys = [k for k in memo if isinstance(k, ReviewImagePairsKey)]
-    assert len(keys) == 20 and all(len(k.spec) == 16 for k in keys)
+    assert len(keys) == 25 and all(len(k.content) == 16 for k in keys)
