@@ -43,7 +43,8 @@ from policies.cuda.environment import relevant as cuda_relevant
 from policies.podspec import PodTemplate
 from policies.signals import DEVICE_ENV_NAMES
 
-# A generated name: the prefix and five characters of apimachinery's ``utilrand.String`` alphabet.
+# A generated name: apiserver's ``names.SimpleNameGenerator`` appends five characters of
+# ``utilrand.String`` (k8s.io/apimachinery ``pkg/util/rand/rand.go``, ``alphanums``) to the prefix.
 SERVICE_ACCOUNT_VOLUME = re.compile(r"kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}")
 SHM_PATH = "/dev/shm"
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
