@@ -67,3 +67,46 @@ def test_image_lookup_keys_hold_a_digest_not_the_spec() -> None:
     memo = facts.current()._memo  # type: ignore[attr-defined]
     keys = [k for k in memo if isinstance(k, ReviewImagePairsKey)]
     assert len(keys) == 25 and all(len(k.content) == 16 for k in keys)
+
+
+def test_replicas_as_the_api_server_sends_them_are_judged_once(monkeypatch: Any) -> None:
+    """Ten pods of one Indexed Job: each with its own name, token volume, hostname and RANK, as
+    the ServiceAccount plugin and the Job controller leave them.  The rules run for the first only,
+    and every pod gets the same verdict."""
+    from policies import engine
+    from tests.support.paths import EXAMPLES
+
+    from gpuguard.sources.snapshot import load_cluster_facts
+
+    runs: list[int] = []
+    real_check = engine._check
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        runs.append(1)
+        return real_check(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "_check", counting)
+
+    def replica(index: int) -> dict[str, Any]:
+        token = "kube-api-access-" + "bcdfghjklm"[index] * 5
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"train-{index}-x7k2q", "namespace": "ml",
+                             "annotations": {"batch.kubernetes.io/job-completion-index": str(index)}},
+                "spec": {"hostname": f"train-{index}", "subdomain": "train", "serviceAccountName": "default",
+                         "containers": [{"name": "trainer", "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                                         "env": [{"name": "RANK", "value": str(index)}],
+                                         "resources": {"limits": {"nvidia.com/gpu": "4"}},
+                                         "volumeMounts": [{"name": token, "readOnly": True,
+                                                           "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]}],
+                         "volumes": [{"name": token, "projected": {"sources": [
+                             {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}}]}}
+
+    app = create_app(Config(), StaticFacts(load_cluster_facts(str(EXAMPLES / "cluster.yaml"))))
+
+    async def scenario() -> list[dict[str, Any]]:
+        return [(await _post(app, orjson.dumps(review("CREATE", replica(i)))))["response"] for i in range(10)]
+
+    responses = asyncio.run(scenario())
+    assert len(runs) == 1
+    assert all(r["allowed"] is False for r in responses)  # no toleration for the GPU nodes' taint
+    assert len({r["status"]["message"].replace(f"train-{i}-", "train-N-") for i, r in enumerate(responses)}) == 1
