@@ -73,10 +73,9 @@ def test_replicas_as_the_api_server_sends_them_are_judged_once(monkeypatch: Any)
     """Ten pods of one Indexed Job: each with its own name, token volume, hostname and RANK, as
     the ServiceAccount plugin and the Job controller leave them.  The rules run for the first only,
     and every pod gets the same verdict."""
+    from gpuguard.sources.snapshot import load_cluster_facts
     from policies import engine
     from tests.support.paths import EXAMPLES
-
-    from gpuguard.sources.snapshot import load_cluster_facts
 
     runs: list[int] = []
     real_check = engine._check
