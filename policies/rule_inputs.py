@@ -10,7 +10,8 @@ the whole spec would never hit twice for them:
   ``plugin/pkg/admission/serviceaccount/admission.go``: ``ServiceAccountVolumeName``,
   ``mountServiceAccountToken`` with ``s.generateName(ServiceAccountVolumeName + "-")``);
 * a StatefulSet sets each pod's ``hostname`` and ``subdomain`` and names its claims per pod
-  (``persistentVolumeClaim.claimName``); an Indexed Job sets ``hostname`` per index;
+  (``persistentVolumeClaim.claimName``); an Indexed Job sets ``hostname`` to
+  ``${jobName}-${completionIndex}`` (kubernetes.io, "Job with Pod-to-Pod Communication");
 * training operators give each replica its own environment (``RANK``, ``MASTER_ADDR``…);
 * controllers, CI tools and injectors add annotations of their own.
 
