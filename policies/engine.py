@@ -180,22 +180,12 @@ def evaluate(
     except Exception as exc:  # a defect outside the rules: the object is still not passed unjudged
         config = config or Config()
         ev = Evaluation(obj=obj, config=config, facts=facts or ClusterFacts.empty(), gpu_related=True)
-        settings = config.settings(CHECK_FAILED)
-        if settings.severity is not None:
-            problem = f"gpuguard failed reading this object ({type(exc).__name__}: {text(str(exc), 200)})"
-            meta = as_dict(obj.get("metadata")) if isinstance(obj, dict) else {}
-            ev.findings.append(
-                Finding(
-                    rule=CHECK_FAILED,
-                    severity=settings.severity,
-                    message=_unjudged(problem).message,
-                    path="",
-                    remediation=RULES[CHECK_FAILED].REMEDIATION,
-                    kind=text(obj.get("kind") if isinstance(obj, dict) else "", 100),
-                    name=text(meta.get("name") or "", 253),
-                    namespace=text(meta.get("namespace") or "", 253),
-                )
-            )
+        problem = f"gpuguard failed reading this object ({type(exc).__name__}: {text(str(exc), 200)})"
+        meta = as_dict(obj.get("metadata")) if isinstance(obj, dict) else {}
+        _object_check_failed(
+            ev, config, problem, text(obj.get("kind") if isinstance(obj, dict) else "", 100),
+            text(meta.get("name") or "", 253), text(meta.get("namespace") or "", 253),
+        )
         return ev
 
 
