@@ -585,6 +585,15 @@ def make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
 
 
 
+def api_client(api: FakeApiServer) -> Any:
+    """A ``kubernetes`` ApiClient for the served ``api`` (plain HTTP on 127.0.0.1)."""
+    from kubernetes import client as k8s
+
+    configuration = k8s.Configuration()
+    configuration.host = f"http://127.0.0.1:{api.port}"  # type: ignore[attr-defined]
+    return k8s.ApiClient(configuration)
+
+
 @contextlib.contextmanager
 def serving(state: FakeApiServer) -> Iterator[FakeApiServer]:
     """Serve ``state`` on 127.0.0.1 (its ``port`` attribute is set) until the block ends."""

@@ -18,7 +18,16 @@ from typing import Any
 import pytest
 
 from policies.facts import ClusterFacts
-from tests.support.fake_apiserver import DEADLINE, EXPIRED, FakeApiServer, cpu_node, gpu_node, runtime_class, serving
+from tests.support.fake_apiserver import (
+    DEADLINE,
+    EXPIRED,
+    FakeApiServer,
+    api_client,
+    cpu_node,
+    gpu_node,
+    runtime_class,
+    serving,
+)
 from webhook import live_facts
 from webhook.live_facts import LiveFacts, backoff_delay
 
@@ -60,14 +69,10 @@ class Recorder:
 
 
 def start_live(api: FakeApiServer, **kwargs: Any) -> tuple[LiveFacts, Recorder]:
-    from kubernetes import client
-
-    configuration = client.Configuration()
-    configuration.host = f"http://127.0.0.1:{api.port}"  # type: ignore[attr-defined]
     recorder = Recorder()
     kwargs.setdefault("backoff_initial", 0.01)
     kwargs.setdefault("backoff_max", 0.05)
-    live = LiveFacts(lambda: client.ApiClient(configuration), on_update=recorder, **kwargs)
+    live = LiveFacts(lambda: api_client(api), on_update=recorder, **kwargs)
     live.start()
     return live, recorder
 

@@ -17,7 +17,7 @@ import yaml
 from certs.tls import Bundle, generate_bundle
 from gpuguard.audit.policyreport import REPORT_NAME
 from policies.config import Config
-from tests.support.fake_apiserver import ALL_RESOURCES, FakeApiServer, serving
+from tests.support.fake_apiserver import ALL_RESOURCES, FakeApiServer, api_client, serving
 from tests.support.kubeconfig import write_kubeconfig
 from tests.support.paths import FIXTURES, ROOT, requires_shared
 from tests.support.reports import POLICYREPORT, validate_report
@@ -54,14 +54,7 @@ def api() -> Iterator[FakeApiServer]:
 
 
 def client_factory(api: FakeApiServer) -> Callable[[], Any]:
-    def make() -> Any:
-        from kubernetes import client as k8s
-
-        configuration = k8s.Configuration()
-        configuration.host = f"http://127.0.0.1:{api.port}"  # type: ignore[attr-defined]
-        return k8s.ApiClient(configuration)
-
-    return make
+    return lambda: api_client(api)
 
 
 def reports(api: FakeApiServer) -> dict[str, dict[str, Any]]:

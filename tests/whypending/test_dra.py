@@ -15,7 +15,7 @@ from gpuguard.cli import main
 from gpuguard.kube.live import list_cluster
 from policies.pending import diagnose as dg
 from tests.policies.pending.test_dra import h100_pod, mixed_items, without_dra
-from tests.support.fake_apiserver import ALL_RESOURCES, DRA_RESOURCES, TYPE_META, FakeApiServer, serving
+from tests.support.fake_apiserver import ALL_RESOURCES, DRA_RESOURCES, TYPE_META, FakeApiServer, api_client, serving
 
 POD = "ml/dra-served"
 
@@ -56,17 +56,9 @@ def api() -> Iterator[FakeApiServer]:
         yield state
 
 
-def client(api: FakeApiServer) -> Any:
-    from kubernetes import client as k8s
-
-    configuration = k8s.Configuration()
-    configuration.host = f"http://127.0.0.1:{api.port}"  # type: ignore[attr-defined]
-    return k8s.ApiClient(configuration)
-
-
 @pytest.mark.integration
 def test_a_live_listing_reads_the_dra_objects_at_the_served_version(api: FakeApiServer) -> None:
-    with client(api) as c:
+    with api_client(api) as c:
         listing = list_cluster(c, page_size=2)
     assert listing.notes == []
     kinds = sorted(o["kind"] for o in listing.objects.dra)
@@ -81,6 +73,6 @@ def test_a_cluster_without_dra_lists_none_and_says_nothing() -> None:
     state = FakeApiServer(ALL_RESOURCES)
     for obj in without_dra(mixed_items()):
         state.put(RESOURCE_OF[obj["kind"]], obj)
-    with serving(state), client(state) as c:
+    with serving(state), api_client(state) as c:
         listing = list_cluster(c)
     assert listing.objects.dra == [] and listing.notes == []

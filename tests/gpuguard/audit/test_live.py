@@ -16,7 +16,7 @@ from gpuguard.audit.model import AuditResult
 from gpuguard.kube.discovery import Discovery, RestClient
 from gpuguard.sources.snapshot import load_cluster_facts
 from policies.config import load_config
-from tests.support.fake_apiserver import ALL_RESOURCES, FakeApiServer, serving
+from tests.support.fake_apiserver import ALL_RESOURCES, FakeApiServer, api_client, serving
 from tests.support.paths import FIXTURES
 
 pytestmark = pytest.mark.integration
@@ -43,16 +43,8 @@ def api() -> Iterator[FakeApiServer]:
         yield state
 
 
-def client(api: FakeApiServer) -> Any:
-    from kubernetes import client as k8s
-
-    configuration = k8s.Configuration()
-    configuration.host = f"http://127.0.0.1:{api.port}"  # type: ignore[attr-defined]
-    return k8s.ApiClient(configuration)
-
-
 def live_audit(api: FakeApiServer, page_size: int = 2) -> AuditResult:
-    with client(api) as c:
+    with api_client(api) as c:
         rest = RestClient(c)
         auditor = Auditor(load_config(None), BEFORE)
         audit_workloads(rest, Discovery(rest), auditor, page_size=page_size)
@@ -85,7 +77,7 @@ def test_a_live_cluster_gets_the_verdicts_of_its_dump(api: FakeApiServer) -> Non
 
 
 def test_only_installed_kinds_are_listed(api: FakeApiServer) -> None:
-    with client(api) as c:
+    with api_client(api) as c:
         found = {(r.group, r.resource) for _, r in workload_resources(Discovery(RestClient(c)), load_config(None))}
     assert ("kubeflow.org", "pytorchjobs") in found and ("apps", "deployments") in found
     assert ("ray.io", "rayclusters") not in found and ("karpenter.sh", "nodepools") not in found
@@ -121,7 +113,7 @@ def test_an_expired_continue_token_restarts_the_list_and_nothing_counts_twice(ap
 
 
 def test_facts_come_from_the_same_cluster(api: FakeApiServer) -> None:
-    with client(api) as c:
+    with api_client(api) as c:
         rest = RestClient(c)
         listed = list_facts(rest, Discovery(rest), page_size=3)
     assert listed.notes == []
@@ -131,7 +123,7 @@ def test_facts_come_from_the_same_cluster(api: FakeApiServer) -> None:
 
 
 def test_the_webhooks_audit_bounds_findings_per_namespace(api: FakeApiServer) -> None:
-    with client(api) as c:
+    with api_client(api) as c:
         result = audit_cluster(c, load_config(None), BEFORE, limit_per_namespace=1)
     assert result.truncated == {"research": 2}
     assert [str(f.severity) for f in result.findings if f.ref.namespace == "research"] == ["error"]

@@ -20,7 +20,7 @@ from gpuguard.audit.live import audit_workloads, list_facts
 from gpuguard.audit.model import AuditResult
 from gpuguard.kube.discovery import Discovery, RestClient
 from policies.config import load_config
-from tests.support.fake_apiserver import ALL_RESOURCES, DRA_RESOURCES, TYPE_META, FakeApiServer, serving
+from tests.support.fake_apiserver import ALL_RESOURCES, DRA_RESOURCES, TYPE_META, FakeApiServer, api_client, serving
 from tests.support.paths import CORPUS, FIXTURES, requires_shared
 
 pytestmark = pytest.mark.integration
@@ -56,11 +56,7 @@ def api() -> Iterator[FakeApiServer]:
 
 
 def audit(api: FakeApiServer) -> tuple[AuditResult, list[str], bool]:
-    from kubernetes import client as k8s
-
-    configuration = k8s.Configuration()
-    configuration.host = f"http://127.0.0.1:{api.port}"  # type: ignore[attr-defined]
-    with k8s.ApiClient(configuration) as c:
+    with api_client(api) as c:
         rest = RestClient(c)
         listed = list_facts(rest, Discovery(rest), page_size=3)
         auditor = Auditor(load_config(None), listed.facts)

@@ -15,7 +15,7 @@ from gpuguard.audit.publish import Publisher
 from gpuguard.sources.snapshot import load_cluster_facts
 from policies.config import Config
 from policies.facts import ClusterFacts
-from tests.support.fake_apiserver import FakeApiServer, serving
+from tests.support.fake_apiserver import FakeApiServer, api_client, serving
 from tests.support.paths import FIXTURES, requires_shared
 from tests.support.reports import POLICYREPORT, validate_report
 
@@ -40,14 +40,6 @@ def api() -> Iterator[FakeApiServer]:
         yield state
 
 
-def client(api: FakeApiServer) -> Any:
-    from kubernetes import client as k8s
-
-    configuration = k8s.Configuration()
-    configuration.host = f"http://127.0.0.1:{api.port}"  # type: ignore[attr-defined]
-    return k8s.ApiClient(configuration)
-
-
 def stored(api: FakeApiServer) -> dict[str, dict[str, Any]]:
     out = {key: obj for key, obj in api.objects["policyreports"].items()}
     out.update({f"/{key}": obj for key, obj in api.objects["clusterpolicyreports"].items()})
@@ -55,7 +47,7 @@ def stored(api: FakeApiServer) -> dict[str, dict[str, Any]]:
 
 
 def test_reports_are_created_then_left_alone_while_nothing_changes(api: FakeApiServer) -> None:
-    with client(api) as c:
+    with api_client(api) as c:
         first = Publisher(c).publish(reports(BEFORE, 1000.0))
         assert (first.created, first.updated, first.unchanged, first.errors) == (5, 0, 0, [])
         saved = stored(api)
@@ -71,7 +63,7 @@ def test_reports_are_created_then_left_alone_while_nothing_changes(api: FakeApiS
 
 
 def test_a_changed_report_is_updated_and_known_results_keep_their_timestamps(api: FakeApiServer) -> None:
-    with client(api) as c:
+    with api_client(api) as c:
         Publisher(c).publish(reports(BEFORE, 1000.0))
         changed = Publisher(c).publish(reports(AFTER, 2000.0))
     assert (changed.created, changed.updated, changed.errors) == (0, 4, [])
@@ -87,7 +79,7 @@ def test_a_changed_report_is_updated_and_known_results_keep_their_timestamps(api
 
 
 def test_namespaces_without_gpu_workloads_any_more_get_an_empty_report(api: FakeApiServer) -> None:
-    with client(api) as c:
+    with api_client(api) as c:
         Publisher(c).publish(reports(BEFORE, 1000.0))
         fewer = [r for r in reports(BEFORE, 1000.0) if r["metadata"].get("namespace") != "notebooks"]
         result = Publisher(c).publish(fewer)
@@ -109,7 +101,7 @@ def test_a_concurrent_write_is_retried_with_a_fresh_read(api: FakeApiServer) -> 
                 api.put("policyreports", api.objects["policyreports"]["research/gpuguard-audit"])  # another replica
             return found
 
-    with client(api) as c:
+    with api_client(api) as c:
         Publisher(c).publish(reports(BEFORE, 1000.0))
         result = Racing(c).publish(reports(AFTER, 2000.0))
     assert result.errors == [] and result.updated == 4
@@ -118,7 +110,7 @@ def test_a_concurrent_write_is_retried_with_a_fresh_read(api: FakeApiServer) -> 
 
 def test_without_the_crd_every_report_is_an_error_that_says_so(api: FakeApiServer) -> None:
     api.absent |= {"policyreports", "clusterpolicyreports"}
-    with client(api) as c:
+    with api_client(api) as c:
         result = Publisher(c).publish(reports(BEFORE, 1000.0))
     assert result.created == 0 and len(result.errors) == 6  # the list of existing ones, and five reports
     assert all("the report CRD is not installed" in e for e in result.errors)

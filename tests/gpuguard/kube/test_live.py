@@ -11,7 +11,7 @@ from gpuguard.kube.live import LiveError, list_cluster
 from policies.pending.state import ClusterObjects
 from tests.gpuguard.kube.support import summary
 from tests.support.cluster_objects import all_objects, core_event, scenario
-from tests.support.fake_apiserver import ALL_RESOURCES, FakeApiServer, serving
+from tests.support.fake_apiserver import ALL_RESOURCES, FakeApiServer, api_client, serving
 
 RESOURCE_OF = {"Node": "nodes", "Pod": "pods", "Event": "events", "PriorityClass": "priorityclasses"}
 
@@ -41,16 +41,8 @@ def api() -> Iterator[FakeApiServer]:
         yield state
 
 
-def client(api: FakeApiServer) -> Any:
-    from kubernetes import client as k8s
-
-    configuration = k8s.Configuration()
-    configuration.host = f"http://127.0.0.1:{api.port}"  # type: ignore[attr-defined]
-    return k8s.ApiClient(configuration)
-
-
 def test_live_listing_matches_the_dump_analysis(api: FakeApiServer) -> None:
-    with client(api) as c:
+    with api_client(api) as c:
         listing = list_cluster(c, page_size=4)
     assert listing.notes == []
     expected = summary(ClusterObjects.sort(all_objects()))
@@ -71,7 +63,7 @@ def test_live_listing_matches_the_dump_analysis(api: FakeApiServer) -> None:
 
 
 def test_items_get_their_kind_and_pending_pods_stay_whole(api: FakeApiServer) -> None:
-    with client(api) as c:
+    with api_client(api) as c:
         listing = list_cluster(c)
     pods = {p["metadata"]["name"]: p for p in listing.objects.pods}
     assert {p["kind"] for p in listing.objects.pods} == {"Pod"}
@@ -80,7 +72,7 @@ def test_items_get_their_kind_and_pending_pods_stay_whole(api: FakeApiServer) ->
 
 def test_expired_continue_token_restarts_the_list(api: FakeApiServer) -> None:
     api.expire_continue["pods"] = 1
-    with client(api) as c:
+    with api_client(api) as c:
         listing = list_cluster(c, page_size=5)
     assert api.list_calls["pods"] == 2
     assert len(listing.objects.pods) == len([p for p in scenario()["pods"]
@@ -89,7 +81,7 @@ def test_expired_continue_token_restarts_the_list(api: FakeApiServer) -> None:
 
 def test_forbidden_cluster_wide_pods_fall_back_to_the_namespace_with_a_note(api: FakeApiServer) -> None:
     api.forbidden.add("pods")
-    with client(api) as c:
+    with api_client(api) as c:
         listing = list_cluster(c, namespace="ml")
     assert {p["metadata"]["namespace"] for p in listing.objects.pods} == {"ml"}
     assert any("only be listed in namespace ml" in n for n in listing.notes)
@@ -98,7 +90,7 @@ def test_forbidden_cluster_wide_pods_fall_back_to_the_namespace_with_a_note(api:
 
 def test_required_lists_fail_with_the_rbac_needed(api: FakeApiServer) -> None:
     api.forbidden.add("nodes")
-    with client(api) as c, pytest.raises(LiveError) as caught:
+    with api_client(api) as c, pytest.raises(LiveError) as caught:
         list_cluster(c)
     assert "cannot list nodes" in str(caught.value)
     assert 'cannot list resource "nodes"' in str(caught.value) and "grant `list` on nodes" in str(caught.value)
@@ -106,7 +98,7 @@ def test_required_lists_fail_with_the_rbac_needed(api: FakeApiServer) -> None:
 
 def test_pods_forbidden_everywhere_is_an_error(api: FakeApiServer) -> None:
     api.forbidden.update({"pods", "pods@ml"})
-    with client(api) as c, pytest.raises(LiveError) as caught:
+    with api_client(api) as c, pytest.raises(LiveError) as caught:
         list_cluster(c, namespace="ml")
     assert "cannot list pods" in str(caught.value) and "namespace ml" in str(caught.value)
 
@@ -114,7 +106,7 @@ def test_pods_forbidden_everywhere_is_an_error(api: FakeApiServer) -> None:
 def test_optional_lists_become_notes(api: FakeApiServer) -> None:
     api.forbidden.add("priorityclasses")
     api.fail_lists["events"] = 5
-    with client(api) as c:
+    with api_client(api) as c:
         listing = list_cluster(c)
     assert listing.objects.priority_classes == [] and listing.objects.events == []
     assert len(listing.notes) == 2
@@ -124,6 +116,6 @@ def test_optional_lists_become_notes(api: FakeApiServer) -> None:
 
 def test_server_errors_on_nodes_are_reported(api: FakeApiServer) -> None:
     api.fail_lists["nodes"] = 1
-    with client(api) as c, pytest.raises(LiveError) as caught:
+    with api_client(api) as c, pytest.raises(LiveError) as caught:
         list_cluster(c)
     assert "cannot list nodes" in str(caught.value) and "etcd unavailable" in str(caught.value)
