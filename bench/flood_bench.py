@@ -139,16 +139,16 @@ async def _drain_answer(reader: asyncio.StreamReader) -> bytes:
         return b""
 
 
-async def flood_headers(target: Target) -> str:
-    """Stream a huge head until the server answers or closes."""
+async def _stream(target: Target, head: bytes, chunk: bytes, size: int, parallel: int) -> str:
+    """``parallel`` connections each send ``head`` then ``chunk`` until ``size`` bytes are sent or
+    the server answers or closes; what they were answered."""
 
     async def one() -> bytes:
         reader, writer = await _open(target, True)
-        writer.write(b"POST /validate HTTP/1.1\r\nHost: localhost\r\n")
-        chunk = b"X-Flood: " + b"a" * (64 * 1024 - 11) + b"\r\n"
+        writer.write(head)
         sent = 0
         try:
-            while sent < 146 * MIB and not reader.at_eof():
+            while sent < size and not reader.at_eof():
                 writer.write(chunk)
                 await writer.drain()
                 sent += len(chunk)
@@ -158,9 +158,15 @@ async def flood_headers(target: Target) -> str:
         writer.close()
         return answer
 
-    answers_ = await asyncio.gather(*(one() for _ in range(3)))
+    answers_ = await asyncio.gather(*(one() for _ in range(parallel)))
     status = sorted({a.split(b"\r\n", 1)[0].decode(errors="replace") or "(closed)" for a in answers_})
     return "answered " + ", ".join(status)
+
+
+async def flood_headers(target: Target) -> str:
+    """Stream a huge head until the server answers or closes."""
+    head = b"POST /validate HTTP/1.1\r\nHost: localhost\r\n"
+    return await _stream(target, head, b"X-Flood: " + b"a" * (64 * 1024 - 11) + b"\r\n", 146 * MIB, 3)
 
 
 async def flood_connections(target: Target, count: int = 15_000) -> str:
@@ -212,29 +218,10 @@ async def flood_connections(target: Target, count: int = 15_000) -> str:
 
 
 async def flood_bodies(target: Target) -> str:
-    async def one() -> bytes:
-        reader, writer = await _open(target, True)
-        size = 64 * MIB
-        writer.write(
-            b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-            + f"Content-Length: {size}\r\n\r\n".encode()
-        )
-        chunk = b" " * (256 * 1024)
-        sent = 0
-        try:
-            while sent < size and not reader.at_eof():
-                writer.write(chunk)
-                await writer.drain()
-                sent += len(chunk)
-        except (ConnectionError, ssl.SSLError):
-            pass
-        answer = await _drain_answer(reader)
-        writer.close()
-        return answer
-
-    answers_ = await asyncio.gather(*(one() for _ in range(32)))
-    status = sorted({a.split(b"\r\n", 1)[0].decode(errors="replace") or "(closed)" for a in answers_})
-    return "answered " + ", ".join(status)
+    size = 64 * MIB
+    head = (b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {size}\r\n\r\n".encode())
+    return await _stream(target, head, b" " * (256 * 1024), size, 32)
 
 
 async def _post_all(target: Target, bodies: Callable[[int], bytes], count: int, parallel: int = 16) -> dict[int, int]:
