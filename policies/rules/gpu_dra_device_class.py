@@ -44,8 +44,7 @@ from collections.abc import Iterator
 
 from policies.applicability import Applies, has_dra_claims
 from policies.dra.facts import DraView
-from policies.dra.podclaims import object_namespace, pod_claims
-from policies.dra.subjects import Subject, alternatives, object_subject, pod_subject
+from policies.dra.subjects import Subject, alternatives, object_subject, unallocated_pod_subjects
 from policies.rule import NeedsFacts, ObjectContext, Option, RuleContext
 from policies.types import Severity, Violation
 
@@ -90,10 +89,8 @@ def _judge(subject: Subject, view: DraView) -> Iterator[Violation]:
 def check(ctx: RuleContext) -> Iterator[Violation]:
     if not ctx.dra.classes_known:
         return
-    for claim in pod_claims(ctx.pod, object_namespace(ctx.obj), ctx.dra):
-        subject = pod_subject(claim)
-        if subject is not None and not subject.allocated:
-            yield from _judge(subject, ctx.dra)
+    for subject in unallocated_pod_subjects(ctx.pod, ctx.obj, ctx.dra):
+        yield from _judge(subject, ctx.dra)
 
 
 def check_object(ctx: ObjectContext) -> Iterator[Violation]:

@@ -56,7 +56,6 @@ from policies.applicability import Applies, has_dra_claims
 from policies.dra.cel import AttributeRef, CompiledSelector, compile_selector
 from policies.dra.facts import DraView
 from policies.dra.objects import DeviceClass, Selector
-from policies.dra.podclaims import object_namespace, pod_claims
 from policies.dra.published import (
     Published,
     class_drivers,
@@ -68,7 +67,7 @@ from policies.dra.published import (
 )
 from policies.dra.reading import is_dra
 from policies.dra.slices import parse_device_class
-from policies.dra.subjects import Subject, alternatives, object_subject, pod_subject
+from policies.dra.subjects import Subject, alternatives, object_subject, unallocated_pod_subjects
 from policies.rule import NeedsFacts, ObjectContext, Option, RuleContext
 from policies.types import RelPath, Severity, Violation
 
@@ -294,10 +293,8 @@ def _split(pointer_text: str) -> RelPath:
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    for claim in pod_claims(ctx.pod, object_namespace(ctx.obj), ctx.dra):
-        subject = pod_subject(claim)
-        if subject is not None and not subject.allocated:
-            yield from _judge(subject, ctx.dra, compile_errors=False)
+    for subject in unallocated_pod_subjects(ctx.pod, ctx.obj, ctx.dra):
+        yield from _judge(subject, ctx.dra, compile_errors=False)
 
 
 def check_object(ctx: ObjectContext) -> Iterator[Violation]:
