@@ -362,6 +362,17 @@ def _node_at(obj: Any, path: tuple[Segment, ...]) -> Any:
     return obj
 
 
+SHM_PATH = "/dev/shm"
+
+
+def is_shm_mount(mount: Any) -> bool:
+    """Whether a volume mount is at ``/dev/shm`` (a trailing slash is the same place)."""
+    if not isinstance(mount, dict):
+        return False
+    path = mount.get("mountPath")
+    return isinstance(path, str) and path.rstrip("/") == SHM_PATH
+
+
 def _ray_shm(group: Any) -> tuple[RelPath, ...]:
     """The Ray container KubeRay gives a memory-backed /dev/shm, unless plasma-directory is set."""
     params = as_dict(as_dict(group).get("rayStartParams"))

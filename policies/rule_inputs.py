@@ -41,13 +41,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from policies.cuda.environment import relevant as cuda_relevant
-from policies.podspec import PodTemplate
+from policies.podspec import PodTemplate, is_shm_mount
 from policies.signals import DEVICE_ENV_NAMES
 
 # A generated name: apiserver's ``names.SimpleNameGenerator`` appends five characters of
 # ``utilrand.String`` (k8s.io/apimachinery ``pkg/util/rand/rand.go``, ``alphanums``) to the prefix.
 SERVICE_ACCOUNT_VOLUME = re.compile(r"kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}")
-SHM_PATH = "/dev/shm"
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 PROJECTED_SHAPES = frozenset({"object", "template", "podspec"})
 ANNOTATION_DOMAIN = "gpuguard.io/"
@@ -84,8 +83,7 @@ def _mounts_at_shm(spec: Mapping[str, Any]) -> set[str]:
         for c in spec.get(key) or ():
             mounts = c.get("volumeMounts") if isinstance(c, dict) else None
             for m in mounts if isinstance(mounts, list) else ():
-                path = m.get("mountPath") if isinstance(m, dict) else None
-                if isinstance(path, str) and path.rstrip("/") == SHM_PATH and isinstance(m.get("name"), str):
+                if is_shm_mount(m) and isinstance(m.get("name"), str):
                     names.add(m["name"])
     return names
 

@@ -46,7 +46,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from policies.applicability import Applies
-from policies.podspec import ContainerRef
+from policies.podspec import SHM_PATH, ContainerRef, is_shm_mount
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import gpu_devices, runnable_containers
 from policies.shapes import as_list, text
@@ -66,7 +66,6 @@ REMEDIATION = (
 )
 OPTIONS: tuple[Option, ...] = ()
 
-SHM_PATH = "/dev/shm"
 VOLUME_BASE_NAME = "dshm"
 
 
@@ -78,7 +77,7 @@ def _shm_mount(c: ContainerRef) -> tuple[RelPath, dict[str, Any]] | None:
     """Where the container mounts something at /dev/shm (its own volumeMounts, then those it shares)."""
     own = [((*c.path, "volumeMounts", i), m) for i, m in enumerate(as_list(c.container.get("volumeMounts")))]
     for path, m in (*own, *c.shared_mounts):
-        if isinstance(m, dict) and isinstance(m.get("mountPath"), str) and m["mountPath"].rstrip("/") == SHM_PATH:
+        if is_shm_mount(m):
             return path, m
     return None
 
