@@ -17,15 +17,8 @@ from policies.facts import ClusterFacts
 from policies.memo import rule_results_key
 from policies.podspec import PodTemplate, extract
 from policies.rule_inputs import PROJECTED_SHAPES, TOKEN_VOLUME, UNREAD, annotations_read, spec_read
+from tests.support.admission import TOKEN_MOUNT_PATH, TOKEN_VOLUME_SOURCE, token_mount, token_volume
 from tests.support.paths import CORPUS, EXAMPLES, FIXTURES, ROOT, requires_shared
-
-SA_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
-SA_SOURCE = {"projected": {"defaultMode": 420, "sources": [
-    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-    {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1",
-                                                                  "fieldPath": "metadata.namespace"}}]}},
-]}}
 
 
 def _pod(**spec: Any) -> PodTemplate:
@@ -50,10 +43,10 @@ def _as_sent(suffix: str, rank: str, hostname: str) -> PodTemplate:
     return _pod(
         hostname=hostname, subdomain="trainer",
         containers=[_worker(env, [{"name": "dshm", "mountPath": "/dev/shm"},
-                                  {"name": token, "readOnly": True, "mountPath": SA_PATH}])],
+                                  token_mount(token)])],
         volumes=[{"name": "dshm", "emptyDir": {"medium": "Memory"}},
                  {"name": "data", "persistentVolumeClaim": {"claimName": f"data-{hostname}"}},
-                 {"name": token, **SA_SOURCE}],
+                 token_volume(token)],
     )
 
 
@@ -99,14 +92,14 @@ def test_the_key_keeps_what_rules_read() -> None:
 def test_a_token_volume_mounted_at_dev_shm_keeps_its_name() -> None:
     token = "kube-api-access-x2b9q"
     pod = _pod(containers=[_worker([], [{"name": token, "mountPath": "/dev/shm/"}])],
-               volumes=[{"name": token, **SA_SOURCE}])
+               volumes=[token_volume(token)])
     assert spec_read(pod)["volumes"][0]["name"] == token
 
 
 def test_only_generated_token_volume_names_are_replaced() -> None:
-    for name, source in (("kube-api-access-abc", SA_SOURCE), ("kube-api-access-aaaaa", SA_SOURCE),
+    for name, source in (("kube-api-access-abc", TOKEN_VOLUME_SOURCE), ("kube-api-access-aaaaa", TOKEN_VOLUME_SOURCE),
                          ("kube-api-access-x2b9q", {"emptyDir": {}})):
-        pod = _pod(containers=[_worker([], [{"name": name, "mountPath": SA_PATH}])], volumes=[{"name": name, **source}])
+        pod = _pod(containers=[_worker([], [{"name": name, "mountPath": TOKEN_MOUNT_PATH}])], volumes=[{"name": name, **source}])
         assert spec_read(pod)["volumes"][0]["name"] == name, name
         assert spec_read(pod)["containers"][0]["volumeMounts"][0]["name"] == name, name
 
@@ -126,12 +119,12 @@ def test_data_holding_a_stand_in_is_keyed_whole() -> None:
 def test_names_and_lists_of_any_type_never_break_the_key() -> None:
     """Found by fuzzing: a mount named by a list made the key raise, and the engine with it."""
     token = "kube-api-access-x2b9q"
-    odd_mounts = [{"name": ["a"], "mountPath": "/dev/shm"}, {"name": {"b": 1}, "mountPath": SA_PATH},
-                  {"name": token, "mountPath": SA_PATH}, ["not", "a", "mount"]]
+    odd_mounts = [{"name": ["a"], "mountPath": "/dev/shm"}, {"name": {"b": 1}, "mountPath": TOKEN_MOUNT_PATH},
+                  {"name": token, "mountPath": TOKEN_MOUNT_PATH}, ["not", "a", "mount"]]
     for spec in (
         {"containers": [_worker([{"name": ["RANK"], "value": "1"}], odd_mounts)],
-         "volumes": [{"name": token, **SA_SOURCE}, {"name": ["x"]}]},
-        {"containers": [_worker([], odd_mounts)], "volumes": [{"name": token, **SA_SOURCE}], "hostname": ["h"]},
+         "volumes": [token_volume(token), {"name": ["x"]}]},
+        {"containers": [_worker([], odd_mounts)], "volumes": [token_volume(token)], "hostname": ["h"]},
         {"containers": [{"name": "c", "env": 3, "volumeMounts": {"name": "m"}}], "volumes": {"name": "v"}},
         {"containers": [{"name": "c", "env": [{"name": "RANK", "value": "1"}]}], "initContainers": 5},
     ):
@@ -184,14 +177,14 @@ def _as_replica(obj: dict[str, Any], n: int, rng: random.Random) -> dict[str, An
             claim = volume.get("persistentVolumeClaim") if isinstance(volume, dict) else None
             if isinstance(claim, dict):
                 claim["claimName"] = f"data-replica-{n}"
-        volumes.append({"name": f"kube-api-access-{suffix}", **copy.deepcopy(SA_SOURCE)})
+        volumes.append(token_volume(f"kube-api-access-{suffix}"))
         for key in ("initContainers", "containers"):
             for c in spec.get(key) or ():
                 if not isinstance(c, dict):
                     continue
                 if isinstance(c.get("volumeMounts", []), list):
                     c.setdefault("volumeMounts", []).append(
-                        {"name": f"kube-api-access-{suffix}", "readOnly": True, "mountPath": SA_PATH})
+                        token_mount(f"kube-api-access-{suffix}"))
                 env = c.setdefault("env", [])
                 if isinstance(env, list):
                     env[:0] = [{"name": "RANK", "value": str(n)}, {"name": "MASTER_ADDR", "value": f"m-{n}"}]
@@ -279,8 +272,8 @@ def test_what_extraction_takes_from_outside_the_spec_is_part_of_the_key() -> Non
 _ATOMS: tuple[Any, ...] = (
     None, 0, 1.5, True, "x", "kube-api-access-bcdfg", UNREAD, [], {}, [1, "a"],
     {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}, {"name": "RANK", "value": "3"}, {"name": "RANK"},
-    {"name": 5, "value": "x"}, {"name": ["n"], "value": "x"}, {"name": "kube-api-access-bcdfg", **SA_SOURCE},
-    {"name": "kube-api-access-bcdfg", "mountPath": "/dev/shm"}, {"name": "kube-api-access-bcdfg", "mountPath": SA_PATH},
+    {"name": 5, "value": "x"}, {"name": ["n"], "value": "x"}, token_volume("kube-api-access-bcdfg"),
+    {"name": "kube-api-access-bcdfg", "mountPath": "/dev/shm"}, {"name": "kube-api-access-bcdfg", "mountPath": TOKEN_MOUNT_PATH},
     {"name": ["kube-api-access-bcdfg"], "mountPath": "/dev/shm"},
     {"name": "d", "persistentVolumeClaim": {"claimName": "c"}}, {"name": "d", "persistentVolumeClaim": "c"},
     {"name": "dshm", "emptyDir": {"medium": "Memory"}}, {"name": "dshm", "emptyDir": {}},

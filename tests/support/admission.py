@@ -14,6 +14,26 @@ ADMISSION = FIXTURES / "admission"
 PLURALS = {"Pod": "pods", "Deployment": "deployments", "Job": "jobs", "PyTorchJob": "pytorchjobs",
            "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates"}
 OPTIONS = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
+# What the ServiceAccount admission plugin adds to a pod before any webhook sees it: a projected
+# token volume named kube-api-access-<5 random characters>, mounted in every container (kubernetes
+# plugin/pkg/admission/serviceaccount/admission.go: mountServiceAccountToken, TokenVolumeSource).
+TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+TOKEN_VOLUME_SOURCE: dict[str, Any] = {"projected": {"defaultMode": 420, "sources": [
+    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+    {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1",
+                                                                  "fieldPath": "metadata.namespace"}}]}},
+]}}
+
+
+def token_volume(name: str) -> dict[str, Any]:
+    return {"name": name, **copy.deepcopy(TOKEN_VOLUME_SOURCE)}
+
+
+def token_mount(name: str) -> dict[str, Any]:
+    return {"name": name, "readOnly": True, "mountPath": TOKEN_MOUNT_PATH}
+
+
 USERS = {
     "alice": {"username": "alice@example.com", "uid": "b7f6f0a2-5c1e-4a57-9d7c-2f0d1c3e4a5b",
               "groups": ["ml-team", "system:authenticated"]},

@@ -10,7 +10,7 @@ import orjson
 from gpuguard.registry.service import ImageLookupService
 from policies.config import Config
 from policies.memo import ReviewImagePairsKey
-from tests.support.admission import review
+from tests.support.admission import review, token_mount, token_volume
 from webhook.app import StaticFacts, create_app
 
 
@@ -95,10 +95,8 @@ def test_replicas_as_the_api_server_sends_them_are_judged_once(monkeypatch: Any)
                          "containers": [{"name": "trainer", "image": "nvcr.io/nvidia/pytorch:24.05-py3",
                                          "env": [{"name": "RANK", "value": str(index)}],
                                          "resources": {"limits": {"nvidia.com/gpu": "4"}},
-                                         "volumeMounts": [{"name": token, "readOnly": True,
-                                                           "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]}],
-                         "volumes": [{"name": token, "projected": {"sources": [
-                             {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}}]}}
+                                         "volumeMounts": [token_mount(token)]}],
+                         "volumes": [token_volume(token)]}}
 
     app = create_app(Config(), StaticFacts(load_cluster_facts(str(EXAMPLES / "cluster.yaml"))))
 
