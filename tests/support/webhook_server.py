@@ -10,6 +10,7 @@ import ssl
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,15 @@ class Server:
 
     def log_text(self) -> str:
         return self.log.read_text()
+
+
+def wait_for(what: str, condition: Callable[[], bool], log: Callable[[], str] = lambda: "",
+             deadline: float = 20.0) -> None:
+    """Wait until ``condition()`` holds, failing with ``log()`` after ``deadline`` seconds."""
+    until = time.monotonic() + deadline
+    while not condition():
+        assert time.monotonic() < until, f"timed out waiting for {what}:\n{log()}"
+        time.sleep(0.05)  # polling interval of a bounded wait on a condition
 
 
 def ssl_client_context(*cas: Path, cert: tuple[Path, Path] | None = None) -> ssl.SSLContext:

@@ -10,8 +10,7 @@ kube-apiserver sends them (tests/support/admission.py); objects come from NVIDIA
 from __future__ import annotations
 
 import copy
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,20 +21,12 @@ from tests.support.admission import review
 from tests.support.fake_apiserver import DRA_RESOURCES, FakeApiServer, serving
 from tests.support.kubeconfig import write_kubeconfig
 from tests.support.paths import CORPUS, requires_shared
-from tests.support.webhook_server import LOCAL_SANS, Server, call, start_server, stop_server
+from tests.support.webhook_server import LOCAL_SANS, Server, call, start_server, stop_server, wait_for
 from tests.webhook.test_live_dra import serve_cluster
 
 pytestmark = pytest.mark.integration
 
-DEADLINE = 20.0
 DEMOS = CORPUS / "real"
-
-
-def wait_for(what: str, condition: Callable[[], bool], server: Server) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}:\n{server.log_text()}"
-        time.sleep(0.05)  # polling interval of a bounded wait on a condition
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +41,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         srv = start_server(tmp / "srv", bundle, "--kubeconfig", str(kubeconfig))
         try:
             with srv.client() as client:
-                wait_for("live facts", lambda: client.get("/readyz").status_code == 200, srv)
+                wait_for("live facts", lambda: client.get("/readyz").status_code == 200, srv.log_text)
             yield srv
         finally:
             stop_server(srv)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from tests.support.fake_apiserver import ALL_RESOURCES, FakeApiServer, api_clien
 from tests.support.kubeconfig import write_kubeconfig
 from tests.support.paths import FIXTURES, ROOT, requires_shared
 from tests.support.reports import POLICYREPORT, validate_report
-from tests.support.webhook_server import LOCAL_SANS, start_server, stop_server
+from tests.support.webhook_server import LOCAL_SANS, start_server, stop_server, wait_for
 from webhook.configsource import StaticConfig
 from webhook.live_facts import LiveFacts
 from webhook.periodic_audit import PeriodicAudit, parse_interval
@@ -33,13 +32,6 @@ DEADLINE = 30.0
 RESOURCE_OF = {"Deployment": "deployments", "ReplicaSet": "replicasets", "StatefulSet": "statefulsets",
                "DaemonSet": "daemonsets", "Job": "jobs", "CronJob": "cronjobs", "PyTorchJob": "pytorchjobs",
                "Pod": "pods", "Node": "nodes", "RuntimeClass": "runtimeclasses"}
-
-
-def wait_for(what: str, condition: Callable[[], bool], log: Callable[[], str] = lambda: "") -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}\n{log()}"
-        time.sleep(0.05)  # polling interval of a bounded wait on a condition
 
 
 @pytest.fixture
@@ -73,7 +65,7 @@ def test_reports_follow_the_cluster(api: FakeApiServer) -> None:
     live = LiveFacts(client_factory(api)).start()
     audit = PeriodicAudit(3600, live, StaticConfig(Config()), lambda: live.api_client).start()
     try:
-        wait_for("the first audit", lambda: len(audit.runs) == 1)
+        wait_for("the first audit", lambda: len(audit.runs) == 1, deadline=DEADLINE)
         (run,) = audit.runs
         assert run.error is None and run.published is not None and run.published.created == 5
         stored = reports(api)
@@ -89,7 +81,7 @@ def test_reports_follow_the_cluster(api: FakeApiServer) -> None:
             node["status"][part]["nvidia.com/mig-1g.10gb"] = "56"
         api.put("nodes", node)
         wait_for("the MIG node in the facts", lambda: any(
-            "nvidia.com/mig-1g.10gb" in n.allocatable for n in live.current().nodes))
+            "nvidia.com/mig-1g.10gb" in n.allocatable for n in live.current().nodes), deadline=DEADLINE)
         again = audit.run_once()
         assert again.error is None and again.published is not None
         assert (again.published.updated, again.published.unchanged) == (1, 4)  # only research's report changed
@@ -107,7 +99,7 @@ def test_a_failing_run_is_logged_and_the_next_one_tries_again(api: FakeApiServer
     api.forbidden.add("policyreports")  # listing the reports gpuguard made is refused
     live = LiveFacts(client_factory(api)).start()
     try:
-        wait_for("live facts", lambda: live.ready)
+        wait_for("live facts", lambda: live.ready, deadline=DEADLINE)
         broken = PeriodicAudit(3600, live, StaticConfig(Config()), lambda: (_ for _ in ()).throw(OSError("no route")))
         run = broken.run_once()
         assert run.error == "OSError: no route" and run.published is None
@@ -136,7 +128,7 @@ def test_serve_publishes_reports_in_the_background(api: FakeApiServer, tmp_path:
     kubeconfig = kubeconfig_for(api, tmp_path / "kubeconfig")
     srv = start_server(tmp_path / "srv", bundle, "--kubeconfig", str(kubeconfig), "--audit-interval", "1h", *flag)
     try:
-        wait_for("the reports", lambda: "periodic audit: 8 objects" in srv.log_text(), srv.log_text)
+        wait_for("the reports", lambda: "periodic audit: 8 objects" in srv.log_text(), srv.log_text, DEADLINE)
         with srv.client() as client:
             assert client.get("/healthz").status_code == 200  # admission keeps being served
     finally:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,18 +28,10 @@ from tests.support.webhook_server import (
     ssl_client_context,
     start_server,
     stop_server,
+    wait_for,
 )
 
 pytestmark = pytest.mark.integration
-
-DEADLINE = 20.0
-
-
-def wait_for(what: str, condition: Callable[[], bool], server: Server) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}:\n{server.log_text()}"
-        time.sleep(0.05)  # polling interval of a bounded wait on a condition
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +106,7 @@ def test_ignore_annotation_is_warned_logged_and_counted(server: Server) -> None:
         metrics = client.get("/metrics").text
     assert 'gpuguard_ignore_annotation_uses_total{result="honoured"}' in metrics
     assert 'gpuguard_ignore_annotation_uses_total{result="unknown_rule"}' in metrics
-    wait_for("the ignore-annotation log line", lambda: "by alice@example.com: honoured" in server.log_text(), server)
+    wait_for("the ignore-annotation log line", lambda: "by alice@example.com: honoured" in server.log_text(), server.log_text)
 
 
 def test_health_port_serves_probes_while_client_certificates_guard_the_webhook(
@@ -183,11 +174,11 @@ def test_config_hot_reload_keeps_the_last_good_config(tmp_path: Path, bundle: Bu
 
             assert call(client, "validate", review("CREATE", bad_pod()))["allowed"] is False
             volume.write("enforcement: sometimes\n")
-            wait_for("the invalid config to be counted", metric('gpuguard_config_reloads_total{result="invalid"} 1'), srv)
+            wait_for("the invalid config to be counted", metric('gpuguard_config_reloads_total{result="invalid"} 1'), srv.log_text)
             assert call(client, "validate", review("CREATE", bad_pod()))["allowed"] is False  # the old one holds
             assert "enforcement: expected enforce or warn" in srv.log_text()
             volume.write("enforcement: warn\n")
-            wait_for("the valid config to apply", metric('gpuguard_config_reloads_total{result="ok"} 1'), srv)
+            wait_for("the valid config to apply", metric('gpuguard_config_reloads_total{result="ok"} 1'), srv.log_text)
             answer = call(client, "validate", review("CREATE", bad_pod()))
             assert answer["allowed"] is True and answer["warnings"][0].startswith("would deny:")
     finally:
@@ -213,7 +204,7 @@ def test_day_two_against_live_facts(tmp_path: Path, bundle: Bundle) -> None:
         srv = start_server(tmp_path / "srv", bundle, "--kubeconfig", str(kubeconfig))
         try:
             with srv.client() as client:
-                wait_for("live facts", lambda: client.get("/readyz").json()["nodes"] == 7, srv)
+                wait_for("live facts", lambda: client.get("/readyz").json()["nodes"] == 7, srv.log_text)
                 deployment = fixture_object("deployment-gpu-request-without-limit.json")
                 spec = deployment["spec"]["template"]["spec"]
                 spec["nodeSelector"] = {"pool": "h100"}
@@ -223,7 +214,7 @@ def test_day_two_against_live_facts(tmp_path: Path, bundle: Bundle) -> None:
 
                 for name in ("h100-pool-1", "h100-pool-2"):
                     api.delete("nodes", name)
-                wait_for("the drained pool to leave the facts", lambda: client.get("/readyz").json()["nodes"] == 5, srv)
+                wait_for("the drained pool to leave the facts", lambda: client.get("/readyz").json()["nodes"] == 5, srv.log_text)
                 assert call(client, "validate", review("CREATE", deployment))["allowed"] is False
 
                 relabelled = copy.deepcopy(deployment)
