@@ -15,7 +15,6 @@ so items may come twice: callers key objects by uid.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 import msgspec
 
 from gpuguard.kube.prune import PAGE
-from gpuguard.kube.status import HTTP_GONE, HTTP_NOT_FOUND
+from gpuguard.kube.status import HTTP_GONE, HTTP_NOT_FOUND, status_message
 
 PAGE_SIZE = 500
 CONNECT_TIMEOUT_SECONDS = 10.0
@@ -42,13 +41,7 @@ class ApiError(Exception):
 
 
 def _status_message(body: bytes) -> str:
-    try:
-        status = json.loads(body)
-    except ValueError:
-        status = None
-    if isinstance(status, dict) and isinstance(status.get("message"), str):
-        return str(status["message"])[:300]
-    return body[:200].decode("utf-8", "replace").strip()
+    return status_message(body) or body[:200].decode("utf-8", "replace").strip()
 
 
 class RestClient:

@@ -21,14 +21,13 @@ decoded with msgspec into pruned dicts (see prune.py), so a large cluster costs 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpuguard.kube.pager import ContinueExpired, pages_of
 from gpuguard.kube.prune import decode_item
-from gpuguard.kube.status import HTTP_FORBIDDEN, HTTP_NOT_FOUND, status_of
+from gpuguard.kube.status import HTTP_FORBIDDEN, HTTP_NOT_FOUND, status_message, status_of
 from policies.pending.state import ClusterObjects
 
 PAGE_SIZE = 500
@@ -55,17 +54,12 @@ class LiveListing:
     requests: int = 0
 
 
-
 def _reason(exc: BaseException) -> str:
     """The API server's Status message when there is one, else the exception's text."""
     body = getattr(exc, "body", None)
-    if isinstance(body, bytes | str) and body:
-        try:
-            status = json.loads(body)
-        except ValueError:
-            status = None
-        if isinstance(status, dict) and isinstance(status.get("message"), str):
-            return str(status["message"])[:300]
+    message = status_message(body) if isinstance(body, bytes | str) and body else None
+    if message is not None:
+        return message
     reason = getattr(exc, "reason", None)
     return str(reason or exc or type(exc).__name__).splitlines()[0][:300]
 
