@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from gpuguard.prometheus import PrometheusClient, PrometheusError, gpu_use, gpu_utilization, parse_window
+from tests.support.http_replies import reply
 from tests.support.prometheus import HistorySeries, RunningPrometheus, free_port, prometheus_with_history
 
 METRIC = "DCGM_FI_DEV_GPU_UTIL"
@@ -186,11 +187,7 @@ class _Canned(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        self.send_response(self.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(self.body)))
-        self.end_headers()
-        self.wfile.write(self.body)
+        reply(self, self.status, self.body)
 
 
 @pytest.fixture

@@ -32,6 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from tests.support.http_replies import reply_json
+
 DEADLINE = 15.0
 PATHS: dict[str, str] = {
     "/api/v1/nodes": "nodes",
@@ -464,12 +466,7 @@ def make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _json(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            reply_json(self, status, body)
 
         def _route(self, path: str) -> tuple[str | None, str | None]:
             parsed = parse_path(path)

@@ -11,12 +11,13 @@ with ``--disable-openapi-validation`` (no OpenAPI documents here).
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.support.http_replies import reply_json
 
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 # (group, version) -> [(resource, kind, namespaced)]: the kinds the chart renders.
@@ -101,13 +102,7 @@ def _handler(api: LookupApiServer) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_GET(self) -> None:
-            status, body = api.answer(urlsplit(self.path).path)
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            reply_json(self, *api.answer(urlsplit(self.path).path))
 
     return Handler
 

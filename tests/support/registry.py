@@ -37,6 +37,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.x509.oid import NameOID
 
+from tests.support.http_replies import reply_json
+
 TOOLS = ("docker-registry", "skopeo", "htpasswd")
 DEADLINE = 30.0
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -413,12 +415,7 @@ def run_token_issuer(issuer: TokenIssuer) -> Iterator[TokenIssuer]:
             auth = self.headers.get("Authorization")
             issuer.requests.append({"path": url.path, "query": query, "authorization": auth})
             status, body = issuer.handle(auth, query) if url.path == "/token" else (404, {})
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            reply_json(self, status, body)
 
     with serve_https(Handler, issuer.ca.server_context("token-issuer")) as port:
         issuer.port = port
