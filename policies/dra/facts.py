@@ -171,6 +171,14 @@ class Resolved:
     origin: Origin
 
 
+def _resolved(in_inputs: Iterable[Any], in_cluster: ResourceClaimTemplate | ResourceClaim | None) -> Resolved | None:
+    """The nearest input layer's object, else the cluster's (input layers are searched in order)."""
+    for found in in_inputs:
+        if found is not None:
+            return Resolved(found, "input")
+    return Resolved(in_cluster, "cluster") if in_cluster is not None else None
+
+
 def _in_layer(items: Iterable[Any], namespace: str, name: str) -> Any:
     """In an input a missing namespace is the one the objects are applied to: either side may omit it."""
     loose = None
@@ -192,26 +200,12 @@ class DraView:
     inputs: DraInputs = NO_INPUTS
 
     def template(self, namespace: str, name: str) -> Resolved | None:
-        for layer in self.inputs.layers:
-            found = _in_layer(layer.objects.templates, namespace, name)
-            if found is not None:
-                return Resolved(found, "input")
-        if self.cluster is not None:
-            hit = self.cluster.template(namespace, name)
-            if hit is not None:
-                return Resolved(hit, "cluster")
-        return None
+        in_inputs = (_in_layer(layer.objects.templates, namespace, name) for layer in self.inputs.layers)
+        return _resolved(in_inputs, self.cluster.template(namespace, name) if self.cluster is not None else None)
 
     def claim(self, namespace: str, name: str) -> Resolved | None:
-        for layer in self.inputs.layers:
-            found = _in_layer(layer.objects.claims, namespace, name)
-            if found is not None:
-                return Resolved(found, "input")
-        if self.cluster is not None:
-            hit = self.cluster.claim(namespace, name)
-            if hit is not None:
-                return Resolved(hit, "cluster")
-        return None
+        in_inputs = (_in_layer(layer.objects.claims, namespace, name) for layer in self.inputs.layers)
+        return _resolved(in_inputs, self.cluster.claim(namespace, name) if self.cluster is not None else None)
 
     @functools.cached_property
     def input_classes(self) -> dict[str, DeviceClass]:
