@@ -24,8 +24,7 @@ import msgspec
 
 from gpuguard.audit.auditor import Auditor, Judged, is_object
 from gpuguard.audit.model import Origin
-from gpuguard.kube.dump import JSON_ERRORS, invalid_json, read_dump
-from gpuguard.kube.prune import PAGE
+from gpuguard.kube.dump import JSON_ERRORS, invalid_json, list_dump, read_dump
 from gpuguard.sources.inputs import collect
 from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, decode
 from gpuguard.sources.yamlstream import ListEnd, Unit, stream
@@ -72,18 +71,13 @@ class DumpReader:
 
     # --- JSON ---------------------------------------------------------------------------------
     def _json(self, data: bytes, name: str) -> None:
-        try:
-            page = PAGE.decode(data)
-        except msgspec.ValidationError:
-            page = None
-        except JSON_ERRORS as exc:
-            raise invalid_json(name, data, exc) from None
+        listed = list_dump(data, name)
         origin = Origin(name, None)
         try:
-            if page is not None and page.items is not None and str(page.kind).endswith("List"):
-                item_kind = page.kind[: -len("List")] if page.kind != "List" else None
-                item_version = page.apiVersion if item_kind and isinstance(page.apiVersion, str) else None
-                for i, raw in enumerate(page.items):
+            if listed is not None:
+                item_kind = listed.item_kind
+                item_version = listed.api_version if item_kind and isinstance(listed.api_version, str) else None
+                for i, raw in enumerate(listed.items):
                     self._json_item(raw, name, origin, f"items[{i}]", item_kind, item_version)
             else:
                 whole = _WHOLE.decode(data)

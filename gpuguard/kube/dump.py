@@ -77,19 +77,34 @@ def invalid_json(name: str, data: bytes, exc: Exception) -> InputError:
     return InputError(name, line, f"invalid JSON: {exc}")
 
 
-def _load_json(data: bytes, name: str, out: ClusterObjects) -> None:
+@dataclass(frozen=True, slots=True)
+class ListDump:
+    items: list[msgspec.Raw]
+    item_kind: str | None  # "PodList" and friends (a single-kind API list) carry items without kind
+    api_version: Any
+
+
+def list_dump(data: bytes, name: str) -> ListDump | None:
+    """A JSON dump that is a List (``kubectl get … -o json``, an API list); None for JSON of another
+    shape (one object, an array).  Malformed JSON is an input error at its line."""
     try:
         page = PAGE.decode(data)
     except msgspec.ValidationError:  # valid JSON of another shape (a subclass of DecodeError)
-        page = None
+        return None
     except JSON_ERRORS as exc:
         raise invalid_json(name, data, exc) from None
+    if page.items is None or not isinstance(page.kind, str) or not page.kind.endswith("List"):
+        return None
+    return ListDump(page.items, page.kind[: -len("List")] if page.kind != "List" else None, page.apiVersion)
+
+
+def _load_json(data: bytes, name: str, out: ClusterObjects) -> None:
+    listed = list_dump(data, name)
     try:
-        if page is not None and page.items is not None and isinstance(page.kind, str) and page.kind.endswith("List"):
-            # "PodList" and friends (a single-kind API list) carry items without kind
-            item_kind = page.kind[: -len("List")] if page.kind != "List" else None
-            for raw in page.items:
-                _add(decode_item(raw, item_kind if item_kind in KINDS else None), out)
+        if listed is not None:
+            kind = listed.item_kind if listed.item_kind in KINDS else None
+            for raw in listed.items:
+                _add(decode_item(raw, kind), out)
         elif data.lstrip()[:1] == b"[":
             for raw in ARRAY.decode(data):
                 _add(decode_item(raw), out)
