@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from gpuguard.kube.prune import PAGE
-from gpuguard.kube.status import HTTP_GONE
+from gpuguard.kube.status import HTTP_GONE, status_of
 
 
 class ContinueExpired(Exception):
@@ -62,7 +62,7 @@ def pages_of(
         try:
             resp = method(**call)
         except Exception as exc:
-            if token and getattr(exc, "status", None) == HTTP_GONE:
+            if token and status_of(exc) == HTTP_GONE:
                 raise ContinueExpired(str(exc)) from None
             raise
         try:
