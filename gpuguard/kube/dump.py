@@ -98,20 +98,29 @@ def list_dump(data: bytes, name: str) -> ListDump | None:
     return ListDump(page.items, page.kind[: -len("List")] if page.kind != "List" else None, page.apiVersion)
 
 
-def _load_json(data: bytes, name: str, out: ClusterObjects) -> None:
+def _load_json(data: bytes, name: str, out: ClusterObjects) -> list[InputError]:
+    """Add the dump's objects to ``out``; an item that is no object is an input error (as in audit)."""
+    errors: list[InputError] = []
+
+    def add_items(items: list[msgspec.Raw], kind: str | None) -> None:
+        for i, raw in enumerate(items):
+            obj = decode_item(raw, kind)
+            if isinstance(obj, dict):
+                _add(obj, out)
+            else:
+                errors.append(InputError(name, 0, f"items[{i}] is not a Kubernetes object"))
+
     listed = list_dump(data, name)
     try:
         if listed is not None:
-            kind = listed.item_kind if listed.item_kind in KINDS else None
-            for raw in listed.items:
-                _add(decode_item(raw, kind), out)
+            add_items(listed.items, listed.item_kind if listed.item_kind in KINDS else None)
         elif data.lstrip()[:1] == b"[":
-            for raw in ARRAY.decode(data):
-                _add(decode_item(raw), out)
+            add_items(ARRAY.decode(data), None)
         else:
             _add(decode_item(data), out)
     except JSON_ERRORS as exc:
         raise invalid_json(name, data, exc) from None
+    return errors
 
 
 def _add(obj: Any, out: ClusterObjects) -> None:
@@ -150,7 +159,7 @@ def load_dumps(names: Sequence[str], *, max_bytes: int = MAX_DUMP_BYTES,
         try:
             data = read_dump(shown, None if name == STDIN else Path(name), max_bytes)
             if data.lstrip()[:1] in (b"{", b"["):
-                _load_json(data, shown, result.objects)
+                result.errors.extend(_load_json(data, shown, result.objects))
             elif len(data) > max_yaml_bytes:
                 raise InputError(shown, 0, f"YAML dump is {len(data) / 1048576:.0f} MiB; YAML is read up to "
                                  f"{max_yaml_bytes // 1048576} MiB (about 10,000 pods): write large dumps "

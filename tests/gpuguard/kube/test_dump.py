@@ -108,6 +108,7 @@ def test_valid_json_of_another_shape_is_not_called_invalid(tmp_path: Path) -> No
         ("deployments.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n", 1,
          "no Node, Pod, Event or PriorityClass objects"),
         ("scalars.yaml", "- a\n- b\n", 1, "expected Kubernetes objects"),
+        ("scalar-items.json", '{"kind": "List", "items": [7]}', 0, "items[0] is not a Kubernetes object"),
     ],
 )
 def test_bad_dumps_are_input_errors_with_a_line(tmp_path: Path, name: str, text: str, line: int,
