@@ -55,6 +55,14 @@ ANNOTATION_DOMAIN = "gpuguard.io/"
 # one of these strings itself is keyed on its whole spec instead.
 UNREAD = "\x00unread"
 TOKEN_VOLUME = "\x00kube-api-access"
+STAND_INS = (UNREAD, TOKEN_VOLUME)
+
+
+_PLAIN_VARIABLE = frozenset({"name", "value"})
+
+
+class _HoldsStandIn(Exception):
+    """A name or value the key would replace already reads like a stand-in: key the whole spec."""
 
 
 def _read_env(name: str) -> bool:
@@ -66,10 +74,10 @@ def _env(env: list[Any]) -> list[Any]:
     for var in env:
         if (
             isinstance(var, dict)
-            and isinstance(var.get("name"), str)
-            and not _read_env(var["name"])
-            and var.keys() <= {"name", "value"}
+            and var.keys() <= _PLAIN_VARIABLE
+            and isinstance(name := var.get("name"), str)
             and isinstance(var.get("value", ""), str)
+            and not _read_env(name)
         ):
             out.append(UNREAD)
         else:
@@ -77,34 +85,53 @@ def _env(env: list[Any]) -> list[Any]:
     return out
 
 
-def _mounts_at_shm(spec: Mapping[str, Any]) -> set[str]:
-    names: set[str] = set()
+def _scan_mounts(spec: Mapping[str, Any]) -> set[str]:
+    """The names of volumes mounted at ``/dev/shm``, in one pass that also refuses stand-ins."""
+    at_shm: set[str] = set()
     for key in CONTAINER_LISTS:
         for c in spec.get(key) or ():
-            mounts = c.get("volumeMounts") if isinstance(c, dict) else None
-            for m in mounts if isinstance(mounts, list) else ():
-                if is_shm_mount(m) and isinstance(m.get("name"), str):
-                    names.add(m["name"])
-    return names
+            if not isinstance(c, dict):
+                continue
+            env = c.get("env")
+            if env and UNREAD in env:
+                raise _HoldsStandIn
+            mounts = c.get("volumeMounts")
+            for m in mounts or ():
+                if not isinstance(m, dict):
+                    continue
+                name = m.get("name")
+                if name in STAND_INS:
+                    raise _HoldsStandIn
+                if isinstance(name, str) and isinstance(mounts, list) and is_shm_mount(m):
+                    at_shm.add(name)
+    return at_shm
 
 
-def _token_name(name: Any, keep: set[str]) -> Any:
-    if isinstance(name, str) and name not in keep and SERVICE_ACCOUNT_VOLUME.fullmatch(name):
-        return TOKEN_VOLUME
-    return name
-
-
-def _volume(volume: Any, keep: set[str]) -> Any:
-    if not isinstance(volume, dict):
-        return volume
-    out = volume
-    name = _token_name(volume.get("name"), keep)
-    if name is not volume.get("name") and "projected" in volume:
-        out = {**out, "name": name}
-    claim = volume.get("persistentVolumeClaim")
-    if isinstance(claim, dict) and isinstance(claim.get("claimName"), str):
-        out = {**out, "persistentVolumeClaim": {**claim, "claimName": UNREAD}}
-    return out
+def _volumes(volumes: list[Any], keep: set[str]) -> tuple[list[Any], set[str]]:
+    """The volumes as keyed, and the token volumes' generated names."""
+    out: list[Any] = []
+    tokens: set[str] = set()
+    for volume in volumes:
+        if not isinstance(volume, dict):
+            out.append(volume)
+            continue
+        name = volume.get("name")
+        if name in STAND_INS:
+            raise _HoldsStandIn
+        keyed = volume
+        if (
+            "projected" in volume
+            and isinstance(name, str)
+            and name not in keep
+            and SERVICE_ACCOUNT_VOLUME.fullmatch(name)
+        ):
+            keyed = {**keyed, "name": TOKEN_VOLUME}
+            tokens.add(name)
+        claim = volume.get("persistentVolumeClaim")
+        if isinstance(claim, dict) and isinstance(claim.get("claimName"), str):
+            keyed = {**keyed, "persistentVolumeClaim": {**claim, "claimName": UNREAD}}
+        out.append(keyed)
+    return out, tokens
 
 
 def _container(c: Any, token_volumes: set[str]) -> Any:
@@ -128,35 +155,23 @@ def _named(item: dict[str, Any], names: set[str]) -> bool:
     return isinstance(name, str) and name in names
 
 
-def _holds_marker(spec: Mapping[str, Any]) -> bool:
-    """Whether a name or value the key would replace already reads like a stand-in."""
-    for volume in spec.get("volumes") or ():
-        if isinstance(volume, dict) and volume.get("name") in (UNREAD, TOKEN_VOLUME):
-            return True
-    for key in CONTAINER_LISTS:
-        for c in spec.get(key) or ():
-            if not isinstance(c, dict):
-                continue
-            for m in c.get("volumeMounts") or ():
-                if isinstance(m, dict) and m.get("name") in (UNREAD, TOKEN_VOLUME):
-                    return True
-            if UNREAD in (c.get("env") or ()):
-                return True
-    return False
-
-
 def spec_read(pod: PodTemplate) -> Any:
     """The template's spec as the rule-results key sees it (a new structure; ``pod`` is unchanged)."""
-    spec = pod.spec
-    if pod.shape not in PROJECTED_SHAPES or not isinstance(spec, dict):
+    return pod_spec_read(pod.spec) if pod.shape in PROJECTED_SHAPES else pod.spec
+
+
+def pod_spec_read(spec: Any) -> Any:
+    """A pod spec (a Pod's ``spec``, a template's ``spec``) as a key of what rules read sees it."""
+    if not isinstance(spec, dict):
         return spec
     try:
-        return spec if _holds_marker(spec) else _projected(spec)
-    except TypeError:  # a number where a list belongs, a list where a name does: key the whole spec
+        return _projected(spec)
+    except (TypeError, _HoldsStandIn):  # a number where a list belongs, or a stand-in: key the whole spec
         return spec
 
 
 def _projected(spec: dict[str, Any]) -> dict[str, Any]:
+    keep = _scan_mounts(spec)
     out = dict(spec)
     for key in ("hostname", "subdomain"):
         if isinstance(out.get(key), str):
@@ -164,12 +179,9 @@ def _projected(spec: dict[str, Any]) -> dict[str, Any]:
     volumes = spec.get("volumes")
     token_volumes: set[str] = set()
     if isinstance(volumes, list):
-        keep = _mounts_at_shm(spec)
-        out["volumes"] = [_volume(v, keep) for v in volumes]
-        token_volumes = {
-            v["name"] for v, seen in zip(volumes, out["volumes"], strict=True)
-            if isinstance(v, dict) and isinstance(seen, dict) and seen.get("name") == TOKEN_VOLUME
-        }
+        out["volumes"], token_volumes = _volumes(volumes, keep)
+    elif volumes:
+        raise TypeError("volumes is not a list")
     for key in CONTAINER_LISTS:
         containers = spec.get(key)
         if isinstance(containers, list):
