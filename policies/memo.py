@@ -62,7 +62,8 @@ class OldDriverLabelsKey:
 @dataclass(frozen=True, slots=True)
 class ReviewImagePairsKey:
     """The webhook's image lookups for one object: the config by identity (checked as owner), and a
-    digest (policies.digest) of the object's apiVersion, kind, namespace and spec."""
+    digest (policies.digest) of what decides them: the object's apiVersion, kind, namespace,
+    gpuguard annotations and spec (a Pod's as policies.rule_inputs keys it)."""
 
     config_id: int
     content: bytes

@@ -29,6 +29,7 @@ from policies.digest import TooDeep, digest
 from policies.engine import evaluate
 from policies.facts import ClusterFacts
 from policies.memo import ReviewImagePairsKey
+from policies.rule_inputs import annotations_read, pod_spec_read
 from webhook import admission
 from webhook.configsource import ConfigSource, StaticConfig
 from webhook.metrics import CONTENT_TYPE, Metrics
@@ -156,16 +157,12 @@ class AdmissionEndpoint:
 
         try:
             obj = req.obj
-            # Controllers create many pods that differ only in metadata: the images of a spec are
-            # computed once per facts snapshot (digesting the spec is far cheaper than extracting).
-            meta = obj.get("metadata") or {}
-            where = (obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"))
 
             def compute() -> tuple[tuple[str, str], ...]:
                 return tuple(pairs_in((obj,), config, gpu_node_arches(facts, config)))
 
             try:
-                content = digest(where, obj.get("spec"))  # 16 bytes, however large they are
+                content = _image_pairs_content(obj)  # 16 bytes, however large the object is
             except TooDeep:
                 content = None
             if content is None:
@@ -245,6 +242,20 @@ class AdmissionEndpoint:
                 req.name, req.uid, user, "honoured" if use.honoured else "not honoured (allowIgnoreAnnotation)",
                 f"; unknown rule ids {', '.join(use.unknown)}" if use.unknown else "",
             )
+
+
+def _image_pairs_content(obj: dict[str, Any]) -> bytes | None:
+    """The digest of what ``policies.image_uses.images_in`` reads of ``obj``: its apiVersion, kind,
+    namespace, gpuguard's annotations (``gpuguard.io/ignore``) and spec.  A Pod's spec is taken as
+    the rule-results key takes it (``policies.rule_inputs``), so that the replicas of one
+    controller, which the API server sends with their own token volume, hostname and env, share
+    one entry.  Raises TooDeep for data nested past the engine's limit."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    api_version, kind, spec = obj.get("apiVersion"), obj.get("kind"), obj.get("spec")
+    if api_version == "v1" and kind == "Pod":
+        spec = pod_spec_read(spec)
+    return digest(api_version, kind, meta.get("namespace"), annotations_read(meta.get("annotations")), spec)
 
 
 class WebhookApp(FastAPI):

@@ -69,6 +69,61 @@ def test_image_lookup_keys_hold_a_digest_not_the_spec() -> None:
     assert len(keys) == 25 and all(len(k.content) == 16 for k in keys)
 
 
+def _replica(index: int) -> dict[str, Any]:
+    """Pod ``index`` of an Indexed Job, as the ServiceAccount plugin and the Job controller leave it."""
+    token = "kube-api-access-" + "bcdfghjklm"[index] * 5
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"train-{index}-x7k2q", "namespace": "ml",
+                         "annotations": {"batch.kubernetes.io/job-completion-index": str(index)}},
+            "spec": {"hostname": f"train-{index}", "subdomain": "train", "serviceAccountName": "default",
+                     "containers": [{"name": "trainer", "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                                     "env": [{"name": "RANK", "value": str(index)}],
+                                     "resources": {"limits": {"nvidia.com/gpu": "4"}},
+                                     "volumeMounts": [token_mount(token)]}],
+                     "volumes": [token_volume(token)]}}
+
+
+def test_replicas_share_their_image_lookups(monkeypatch: Any) -> None:
+    """The pods of one controller differ in token volume, hostname and env: which images to look
+    up is worked out for the first only, and every pod gets the lookups."""
+    from gpuguard.registry import facts as registry_facts
+
+    computed: list[int] = []
+    real_pairs_in = registry_facts.pairs_in
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        computed.append(1)
+        return real_pairs_in(*args, **kwargs)
+
+    monkeypatch.setattr(registry_facts, "pairs_in", counting)
+    lookups = Lookups()
+    app = create_app(Config(), StaticFacts(), image_lookups=cast(ImageLookupService, lookups))
+
+    async def scenario() -> None:
+        for i in range(10):
+            await _post(app, orjson.dumps(review("CREATE", _replica(i))))
+
+    asyncio.run(scenario())
+    assert len(computed) == 1
+    assert lookups.asked == [(("nvcr.io/nvidia/pytorch:24.05-py3", "amd64"),)] * 10
+
+
+def test_an_ignore_annotation_is_part_of_the_image_lookup_key() -> None:
+    """Two pods with one spec, the first ignoring the CUDA rule: the second still gets its lookup
+    (the key once held the spec alone, and the second pod inherited the first one's "none")."""
+    lookups = Lookups()
+    app = create_app(Config(), StaticFacts(), image_lookups=cast(ImageLookupService, lookups))
+    ignoring = _replica(0)
+    ignoring["metadata"]["annotations"] = {"gpuguard.io/ignore": "gpu-cuda-driver-mismatch"}
+
+    async def scenario() -> None:
+        await _post(app, orjson.dumps(review("CREATE", ignoring)))
+        await _post(app, orjson.dumps(review("CREATE", _replica(0))))
+
+    asyncio.run(scenario())
+    assert lookups.asked == [(("nvcr.io/nvidia/pytorch:24.05-py3", "amd64"),)]
+
+
 def test_replicas_as_the_api_server_sends_them_are_judged_once(monkeypatch: Any) -> None:
     """Ten pods of one Indexed Job: each with its own name, token volume, hostname and RANK, as
     the ServiceAccount plugin and the Job controller leave them.  The rules run for the first only,
@@ -86,22 +141,10 @@ def test_replicas_as_the_api_server_sends_them_are_judged_once(monkeypatch: Any)
 
     monkeypatch.setattr(engine, "_check", counting)
 
-    def replica(index: int) -> dict[str, Any]:
-        token = "kube-api-access-" + "bcdfghjklm"[index] * 5
-        return {"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": f"train-{index}-x7k2q", "namespace": "ml",
-                             "annotations": {"batch.kubernetes.io/job-completion-index": str(index)}},
-                "spec": {"hostname": f"train-{index}", "subdomain": "train", "serviceAccountName": "default",
-                         "containers": [{"name": "trainer", "image": "nvcr.io/nvidia/pytorch:24.05-py3",
-                                         "env": [{"name": "RANK", "value": str(index)}],
-                                         "resources": {"limits": {"nvidia.com/gpu": "4"}},
-                                         "volumeMounts": [token_mount(token)]}],
-                         "volumes": [token_volume(token)]}}
-
     app = create_app(Config(), StaticFacts(load_cluster_facts(str(EXAMPLES / "cluster.yaml"))))
 
     async def scenario() -> list[dict[str, Any]]:
-        return [(await _post(app, orjson.dumps(review("CREATE", replica(i)))))["response"] for i in range(10)]
+        return [(await _post(app, orjson.dumps(review("CREATE", _replica(i)))))["response"] for i in range(10)]
 
     responses = asyncio.run(scenario())
     assert len(runs) == 1
