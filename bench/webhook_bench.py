@@ -1,6 +1,6 @@
 """Throughput and latency of ``POST /validate`` over TLS, against a bare ASGI app on the same stack.
 
-Runs six servers in turn, each a subprocess with the same uvicorn/TLS settings as
+Runs seven servers in turn, each a subprocess with the same uvicorn/TLS settings as
 ``gpuguard serve`` (one worker, a certificate from ``certs.tls``), and drives each with ``wrk``
 (keep-alive, N concurrent connections) POSTing 6,000 distinct, realistic AdmissionReviews in turn
 (bench/distinct_reviews.py: more than any memo holds, so every review is evaluated afresh):
@@ -12,7 +12,10 @@ Runs six servers in turn, each a subprocess with the same uvicorn/TLS settings a
 5. gpuguard with replicas: 6,000 distinct pods, ten in a row from each of 600 templates, with the
    per-pod names, token volumes, hostnames and RANKs a controller and the API server give them
    (bench/distinct_reviews.py ``replica_reviews``; informational);
-6. gpuguard's webhook layer with an engine that finds nothing (informational).
+6. gpuguard's webhook layer with an engine that finds nothing (informational);
+7. gpuguard with one small pod whose container is renamed in every request: the "distinct pods"
+   stream of the 0.1.0 benchmark, kept so that figures can be compared with that release
+   (informational).
 
 Goals: gpuguard ≥ 0.40× the bare app's requests/s and p99 ≤ 10 ms at 16 connections; p99 with
 5,000 heterogeneous nodes within 1.5× of the 7-node cluster.  Needs ``wrk`` (Debian: ``apt-get
@@ -72,6 +75,16 @@ local n = 0
 request = function()
   n = n % #bodies + 1
   return wrk.format(nil, nil, nil, bodies[n])
+end
+"""
+
+# The first release's "distinct pods" stream: the fixture review, its container renamed per request.
+WRK_LUA_RENAMED = WRK_LUA + """
+local n = 0
+request = function()
+  n = n + 1
+  local body = string.gsub(wrk.body, '"name": *"train"', '"name":"train-' .. n .. '"', 1)
+  return wrk.format(nil, nil, nil, body)
 end
 """
 
@@ -338,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
         replicas_jsonl.write_bytes(b"\n".join(replica_bodies) + b"\n")
         lua_replicas = work / "post-replicas.lua"
         lua_replicas.write_text(WRK_LUA_DISTINCT.replace("{bodies}", str(replicas_jsonl)))
+        lua_renamed = work / "post-renamed.lua"
+        lua_renamed.write_text(WRK_LUA_RENAMED.replace("{body}", str(REVIEW)))
         big = work / f"cluster-{args.nodes}.json"
         generate_snapshot(big, args.nodes)
         tls = ["--tls-cert", str(bundle.tls_crt), "--tls-key", str(bundle.tls_key), "--host", "127.0.0.1"]
@@ -362,6 +377,9 @@ def main(argv: list[str] | None = None) -> int:
         port = free_port()
         stub_cmd = [sys.executable, __file__, "--serve-stub-engine", *pair, str(port)]
         runs["gpuguard, engine stubbed"] = measure(stub_cmd, port, lua_distinct, args.connections, args.duration)
+        port = free_port()
+        cmd = [*serve, "--port", str(port), "--cluster", str(EXAMPLE_CLUSTER)]
+        runs["gpuguard, renamed pod"] = measure(cmd, port, lua_renamed, args.connections, args.duration)
         engine_small = engine_microseconds(EXAMPLE_CLUSTER, bodies)
         engine_large = engine_microseconds(big, bodies)
         engine_repeat = engine_microseconds(EXAMPLE_CLUSTER)
@@ -372,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'server':<26}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'non-2xx':>10}")
     for label, r in runs.items():
         print(f"{label:<26}{r['rps']:>10.0f}{r['p50_ms']:>10.2f}{r['p99_ms']:>10.2f}{r['non_2xx']:>10.0f}")
-    bare, small, large, repeat, replicas, stub = (runs[k] for k in list(runs))
+    bare, small, large, repeat, replicas, stub, renamed = (runs[k] for k in list(runs))
     print(f"engine alone (in-process evaluate, each distinct review once): {engine_small:.0f} us with 7 nodes, "
           f"{engine_large:.0f} us with {args.nodes} nodes; {engine_repeat:.0f} us for one template repeated; "
           f"{engine_replicas:.0f} us for replicas")
@@ -381,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"replicas (10 distinct pods per template, in a row) / bare = {replicas['rps'] / bare['rps']:.2f}, "
           f"p99 {replicas['p99_ms']:.2f} ms")
     print(f"webhook layer alone (engine stubbed) / bare = {stub['rps'] / bare['rps']:.2f}")
+    print(f"one small pod renamed per request (0.1.0's distinct-pods stream) / bare = "
+          f"{renamed['rps'] / bare['rps']:.2f}, p99 {renamed['p99_ms']:.2f} ms")
     ratio = small["rps"] / bare["rps"]
     growth = large["p99_ms"] / small["p99_ms"]
     checks = [
