@@ -16,7 +16,14 @@ from policies.dra.reading import is_dra
 from policies.effective_facts import effective_facts
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts, NoImageFacts, lookup_archs, lookup_key
-from policies.memo import ImagePairsKey, RulePlanKey, SnapshotProfileKey, TemplateAnalysis, rule_results_key
+from policies.memo import (
+    ImagePairsKey,
+    RulePlanKey,
+    RuleResultsKey,
+    SnapshotProfileKey,
+    TemplateAnalysis,
+    rule_results_key,
+)
 from policies.patching import apply_patch, combine
 from policies.placeholders import Placeholder, find_placeholders, has_selector_values_unknown
 from policies.podspec import PodTemplate, extract
@@ -284,7 +291,7 @@ def _check_memoised(
     if key is None:
         return _check(obj, pod, config, facts, images, has_facts, ignored, dra)
     if not isinstance(images, NoImageFacts):
-        key = dataclasses.replace(key, images=_image_key(pod, config, facts, images, key.content))
+        key = dataclasses.replace(key, images=_image_key(pod, config, facts, images, key))
     if pod.spec.get("resourceClaims") and not dra.inputs.empty:
         key = dataclasses.replace(key, dra_inputs=dra.inputs.key)
     return facts.memoised(
@@ -292,7 +299,7 @@ def _check_memoised(
     )
 
 
-def _image_key(pod: PodTemplate, config: Config, facts: ClusterFacts, images: ImageFacts, content: bytes) -> Any:
+def _image_key(pod: PodTemplate, config: Config, facts: ClusterFacts, images: ImageFacts, key: RuleResultsKey) -> Any:
     from policies.cuda.containers import judged_containers
 
     def pairs() -> tuple[tuple[str, str], ...]:
@@ -302,7 +309,10 @@ def _image_key(pod: PodTemplate, config: Config, facts: ClusterFacts, images: Im
 
     # The (image, arch) pairs depend only on the template and the snapshot; what the lookups say
     # is asked afresh every time.
-    return lookup_key(images, facts.memoised(ImagePairsKey(id(config), content), pairs, owner=config))
+    # Which containers a template has depends on how it was extracted (a Pod runs ``containers``, an
+    # Argo template ``container``), not only on its content.
+    pairs_key = ImagePairsKey(id(config), key.content, key.shape, key.derived)
+    return lookup_key(images, facts.memoised(pairs_key, pairs, owner=config))
 
 
 # One enabled rule, in catalogue order: id, module, options, whether it needs facts, scheduling.

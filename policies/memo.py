@@ -125,10 +125,13 @@ class DraVerdictKey:
 
 @dataclass(frozen=True, slots=True)
 class ImagePairsKey:
-    """The (image, node architecture) pairs a template's GPU containers need looked up."""
+    """The (image, node architecture) pairs a template's GPU containers need looked up: the
+    template's content, and how it was extracted (shape, and what came from outside the spec)."""
 
     config: int
     content: bytes
+    shape: str
+    derived: bytes
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,3 +108,25 @@ def test_identical_lookups_share_the_memoised_result() -> None:
     second = evaluate(obj, config, facts, DictImageFacts({})).findings
     assert first and first == second
     assert first[0].message == evaluate(obj, config, facts).findings[0].message  # None lookups = offline
+
+
+def test_one_spec_extracted_two_ways_looks_up_each_way_s_own_images() -> None:
+    """A Pod's spec and an Argo template can be the same mapping yet hold other containers (a Pod
+    runs ``containers``, an Argo template ``container``).  The lookups a memoised result depends on
+    are keyed on how the template was extracted too: the Workflow's result, computed while its
+    image was pending, must not outlive the lookup because a Pod with that content came first."""
+    facts = _example_facts()
+    config = load_config({})
+    body = {"tolerations": [{"operator": "Exists"}], "containers": [_gpu("a", "example.com/a:1")],
+            "container": _gpu("b", "example.com/b:1")}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"}, "spec": dict(body)}
+    workflow = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": {"name": "w", "namespace": "ml"},
+                "spec": {"templates": [dict(body)]}}
+    pending = DictImageFacts({"example.com/b:1": ImageLookup("pending", detail="in flight")})
+    evaluate(pod, config, facts, pending)
+    assert [f for f in evaluate(workflow, config, facts, pending).findings if f.rule == RULE] == []
+    cuda_13 = ImageConfig(env=(("CUDA_VERSION", "13.0.2"), ("NVIDIA_REQUIRE_CUDA",
+                                                          nvidia_cuda_requirement("13.0", [535, 550, 565, 570, 575]))))
+    found = DictImageFacts({"example.com/b:1": ImageLookup("found", cuda_13)})
+    findings = [f for f in evaluate(workflow, config, facts, found).findings if f.rule == RULE]
+    assert len(findings) == 1 and "container 'b': image example.com/b:1 needs CUDA 13.0.2" in findings[0].message
