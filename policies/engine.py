@@ -292,7 +292,9 @@ def _check_memoised(
         return _check(obj, pod, config, facts, images, has_facts, ignored, dra)
     if not isinstance(images, NoImageFacts):
         key = dataclasses.replace(key, images=_image_key(pod, config, facts, images, key))
-    if pod.spec.get("resourceClaims") and not dra.inputs.empty:
+    # The input's claims and templates matter to templates with claims; its DeviceClasses to every
+    # template, since one may redefine the class that serves an extended resource (policies.cuda.dra).
+    if not dra.inputs.empty and (pod.spec.get("resourceClaims") or dra.input_classes):
         key = dataclasses.replace(key, dra_inputs=dra.inputs.key)
     return facts.memoised(
         key, lambda: _check(obj, pod, config, facts, images, has_facts, ignored, dra), owner=config

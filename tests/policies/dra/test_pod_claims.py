@@ -114,3 +114,28 @@ def test_mixed_nodes_are_reported_only_where_the_claims_can_land() -> None:
     assert found(mig, "gpu-dra-mixed-allocation") == []
     (finding,) = found(pod(claims=[SINGLE_GPU]), "gpu-dra-mixed-allocation")
     assert "mixed-l4-0" in finding.message and finding.severity is Severity.WARNING
+
+
+def test_an_input_class_redefining_the_serving_class_is_part_of_the_memo_key() -> None:
+    """The CUDA rule reads a DRA-served node's driver off the devices of the class that serves
+    nvidia.com/gpu, and an input's DeviceClass of that name replaces the cluster's.  A pod without
+    claims judged first without the input's classes, then with them (one config, one snapshot),
+    must get each answer afresh: the memo once kept the first."""
+    def cuda_pod() -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "ml", "name": "p"},
+                "spec": {"nodeSelector": {"pool": "h100"}, "containers": [{
+                    "name": "ctr", "image": "nvidia/cuda:13.0.2-runtime-ubuntu22.04",
+                    "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+
+    selects_nothing = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.nvidia.com"},
+                       "spec": {"selectors": [{"cel": {"expression": "device.driver == 'none.example.com'"}}],
+                                "extendedResourceName": "nvidia.com/gpu"}}
+    inputs = DraInputs((input_layer([selects_nothing]),))
+    config = Config()
+    facts = ClusterFacts.from_objects(load_yaml_docs(MIXED))
+    (finding,) = found(cuda_pod(), "gpu-cuda-driver-mismatch", facts, config)  # driver 570 on the H100s
+    assert "needs CUDA 13.0.2" in finding.message
+    # the input's class selects no device: the H100s' driver is unknown, so nothing is held against the pod
+    assert found(cuda_pod(), "gpu-cuda-driver-mismatch", facts, config, inputs) == []
+    assert found(cuda_pod(), "gpu-cuda-driver-mismatch", ClusterFacts.from_objects(load_yaml_docs(MIXED)), config,
+                 inputs) == []
