@@ -63,7 +63,7 @@ class OldDriverLabelsKey:
 class ReviewImagePairsKey:
     """The webhook's image lookups for one object: the config by identity (checked as owner), and a
     digest (policies.digest) of what decides them: the object's apiVersion, kind, namespace,
-    gpuguard annotations and spec (a Pod's as policies.rule_inputs keys it)."""
+    gpuguard annotations and all but its metadata (a Pod's spec as policies.rule_inputs keys it)."""
 
     config_id: int
     content: bytes

@@ -246,16 +246,20 @@ class AdmissionEndpoint:
 
 def _image_pairs_content(obj: dict[str, Any]) -> bytes | None:
     """The digest of what ``policies.image_uses.images_in`` reads of ``obj``: its apiVersion, kind,
-    namespace, gpuguard's annotations (``gpuguard.io/ignore``) and spec.  A Pod's spec is taken as
-    the rule-results key takes it (``policies.rule_inputs``), so that the replicas of one
-    controller, which the API server sends with their own token volume, hostname and env, share
-    one entry.  Raises TooDeep for data nested past the engine's limit."""
+    namespace, gpuguard's annotations (``gpuguard.io/ignore``) and everything outside its
+    metadata, since a workload's pod templates may sit outside ``spec`` (a PodTemplate's
+    ``template``, a KAITO Workspace's ``inference``).  A Pod's spec is taken as the rule-results key
+    takes it (``policies.rule_inputs``), so that the replicas of one controller, which the API
+    server sends with their own token volume, hostname and env, share one entry.  Raises TooDeep for
+    data nested past the engine's limit."""
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
-    api_version, kind, spec = obj.get("apiVersion"), obj.get("kind"), obj.get("spec")
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if api_version == "v1" and kind == "Pod":
-        spec = pod_spec_read(spec)
-    return digest(api_version, kind, meta.get("namespace"), annotations_read(meta.get("annotations")), spec)
+        body: Any = pod_spec_read(obj.get("spec"))
+    else:
+        body = {key: value for key, value in obj.items() if key != "metadata"}
+    return digest(api_version, kind, meta.get("namespace"), annotations_read(meta.get("annotations")), body)
 
 
 class WebhookApp(FastAPI):

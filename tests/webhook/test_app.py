@@ -124,6 +124,32 @@ def test_an_ignore_annotation_is_part_of_the_image_lookup_key() -> None:
     assert lookups.asked == [(("nvcr.io/nvidia/pytorch:24.05-py3", "amd64"),)]
 
 
+def test_templates_outside_the_spec_are_part_of_the_image_lookup_key() -> None:
+    """A PodTemplate holds its pod at ``template`` and a KAITO Workspace at ``inference.template``,
+    not under ``spec``: two of them in one namespace once shared the first one's lookups."""
+    lookups = Lookups()
+    app = create_app(Config(), StaticFacts(), image_lookups=cast(ImageLookupService, lookups))
+
+    def gpu_pod(image: str) -> dict[str, Any]:
+        return {"spec": {"containers": [{"name": "c", "image": image, "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+    def pod_template(name: str, image: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": name, "namespace": "ml"},
+                "template": gpu_pod(image)}
+
+    def workspace(name: str, image: str) -> dict[str, Any]:
+        return {"apiVersion": "kaito.sh/v1beta1", "kind": "Workspace", "metadata": {"name": name, "namespace": "ml"},
+                "resource": {"instanceType": "Standard_NC24ads_A100_v4"}, "inference": {"template": gpu_pod(image)}}
+
+    async def scenario() -> None:
+        for obj in (pod_template("a", "example.com/a:1"), pod_template("b", "example.com/b:1"),
+                    workspace("a", "example.com/c:1"), workspace("b", "example.com/d:1")):
+            await _post(app, orjson.dumps(review("CREATE", obj)))
+
+    asyncio.run(scenario())
+    assert lookups.asked == [((f"example.com/{name}:1", "amd64"),) for name in "abcd"]
+
+
 def test_replicas_as_the_api_server_sends_them_are_judged_once(monkeypatch: Any) -> None:
     """Ten pods of one Indexed Job: each with its own name, token volume, hostname and RANK, as
     the ServiceAccount plugin and the Job controller leave them.  The rules run for the first only,
