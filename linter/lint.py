@@ -21,6 +21,7 @@ from policies.dra.facts import NO_INPUTS, DraInputs
 from policies.engine import UnrenderedPlaceholder, evaluate
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts
+from policies.podspec import misshapen_message, misshapen_templates
 from policies.types import Finding, PatchOp
 
 
@@ -181,6 +182,10 @@ class _Checker:
             at = prefix + placeholder.path
             row = locate(unit.positions, placeholder.path if relative else at)[0]
             sink.errors.append(InputError(self.file, row, placeholder_message(placeholder, at)))
+        for path, found in misshapen_templates(obj, self.config.workload_index):
+            at = prefix + path
+            row = locate(unit.positions, path if relative else at)[0]
+            sink.errors.append(InputError(self.file, row, misshapen_message(obj.get("kind"), at, found)))
         for finding in ev.findings:
             placed = _rebase(finding, prefix)
             row, col = locate(unit.positions, finding.path if relative else placed.path)

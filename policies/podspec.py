@@ -425,6 +425,84 @@ def _argo_template(template: dict[str, Any], workflow_spec: Any, at: str) -> Pod
     )
 
 
+def misshapen_templates(
+    obj: Any, index: dict[tuple[str, str], Workload] | None = None, _base: str = "", _depth: int = 0
+) -> list[tuple[str, str]]:
+    """Where ``obj``'s kind keeps its pod templates but ``obj`` holds no object: (pointer, what is
+    there), e.g. ``("/spec", "a list")`` for a Pod whose spec is a list.  ``extract`` passes over
+    such places, so the faces report them as input errors rather than pass the object unjudged.
+    Absent and null values are not reported."""
+    if not isinstance(obj, dict) or _depth > 4:
+        return []
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return []
+    workload = (index or _DEFAULT_INDEX).get((_group_of(api_version), kind))
+    if workload is None:
+        return []
+    found: list[tuple[str, str]] = []
+    for loc in workload.locations:
+        for path, node in _expand_misshapen(obj, loc.pattern, ()):
+            at = pointer.join(_base, path)
+            if not isinstance(node, dict):
+                found.append((at, _json_type(node)))
+            elif loc.shape == "template" and node.get("spec") is not None and not isinstance(node["spec"], dict):
+                found.append((at + "/spec", _json_type(node["spec"])))
+            elif loc.shape == "object":
+                found.extend(misshapen_templates(node, index, at, _depth + 1))
+    return found
+
+
+def misshapen_message(kind: Any, at: str, found: str) -> str:
+    """The input error for one place ``misshapen_templates`` found."""
+    return (
+        f"{pointer.to_dotted(at) or 'the object'} is {found}, but a {kind} holds a pod template or spec "
+        "there (an object): gpuguard cannot check it"
+    )
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    return type(value).__name__
+
+
+def _expand_misshapen(
+    node: Any, pattern: tuple[str, ...], base: tuple[Segment, ...]
+) -> Iterator[tuple[tuple[Segment, ...], Any]]:
+    """``_expand``, also yielding the first value on the way that cannot hold the rest of the path."""
+    if not pattern:
+        yield base, node
+        return
+    head, rest = pattern[0], pattern[1:]
+    if head == "*":
+        if isinstance(node, dict):
+            for key, child in node.items():
+                if child is not None:
+                    yield from _expand_misshapen(child, rest, (*base, key))
+        elif isinstance(node, list):
+            for i, child in enumerate(node):
+                if child is not None:
+                    yield from _expand_misshapen(child, rest, (*base, i))
+        else:
+            yield base, node
+        return
+    if isinstance(node, dict):
+        if node.get(head) is not None:
+            yield from _expand_misshapen(node[head], rest, (*base, head))
+    elif isinstance(node, list) and head.isdigit():
+        if int(head) < len(node) and node[int(head)] is not None:
+            yield from _expand_misshapen(node[int(head)], rest, (*base, int(head)))
+    else:
+        yield base, node
+
+
 def extract(
     obj: dict[str, Any],
     index: dict[tuple[str, str], Workload] | None = None,

@@ -33,7 +33,7 @@ from policies.engine import evaluate, is_gpu_related
 from policies.facts import ClusterFacts, NodeGroup
 from policies.images import ImageFacts
 from policies.placement import Cell, Placer, merge_cells
-from policies.podspec import PodTemplate, extract
+from policies.podspec import PodTemplate, extract, misshapen_message, misshapen_templates
 from policies.shapes import as_dict
 from policies.types import Severity
 
@@ -71,6 +71,7 @@ class Judged:
     skipped: tuple[str, ...] = ()
     rows: list[MatrixRow] = field(default_factory=list)
     owner: str | None = None
+    errors: list[InputError] = field(default_factory=list)  # where its templates hold no object
 
 
 def _template_label(pod: PodTemplate) -> str:
@@ -234,6 +235,12 @@ class Auditor:
             return Judged(ref, origin, link, readable, "exempt")
         judged = Judged(ref, origin, link, readable, "judged", gpu=ev.gpu_related,
                         ignored=any(u.honoured for u in ev.ignore_uses))
+        if origin.file is not None:  # a dump: what the API server would have refused is an input error
+            judged.errors = [
+                InputError(origin.file, origin.line or 0, f"{ref.kind} {ref.namespace}/{ref.name}: "
+                           + misshapen_message(ref.kind, at, found))
+                for at, found in misshapen_templates(obj, self.config.workload_index)
+            ]
         if self.after is None:
             judged.findings = [AuditFinding(f, ref, origin) for f in ev.findings]
             judged.skipped = ev.skipped_rules
@@ -273,6 +280,7 @@ class Auditor:
             return
         self._refs[key] = ref
         counts.objects += 1
+        self.result.errors.extend(judged.errors)
         counts.ignore_annotations += judged.ignored
         self._skipped.update(judged.skipped)
         if judged.gpu:

@@ -25,6 +25,7 @@ from gpuguard.kube.prune import ARRAY, PAGE, decode_item
 from gpuguard.sources.loader import parse_text
 from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, decode
 from policies.pending.state import ClusterObjects
+from policies.podspec import misshapen_message, misshapen_templates
 
 # Dumps are far larger than manifests (a 50,000-pod JSON dump is about 500 MB with kubectl's
 # indentation); the caps bound memory.  JSON decodes pruned, at about twice the file size; parsed
@@ -106,7 +107,9 @@ def _load_json(data: bytes, name: str, out: ClusterObjects) -> list[InputError]:
         for i, raw in enumerate(items):
             obj = decode_item(raw, kind)
             if isinstance(obj, dict):
-                _add(obj, out)
+                refused: list[str] = []
+                _add(obj, out, refused)
+                errors.extend(InputError(name, 0, f"items[{i}]: {why}") for why in refused)
             else:
                 errors.append(InputError(name, 0, f"items[{i}] is not a Kubernetes object"))
 
@@ -117,20 +120,29 @@ def _load_json(data: bytes, name: str, out: ClusterObjects) -> list[InputError]:
         elif data.lstrip()[:1] == b"[":
             add_items(ARRAY.decode(data), None)
         else:
-            _add(decode_item(data), out)
+            refused: list[str] = []
+            _add(decode_item(data), out, refused)
+            errors.extend(InputError(name, 0, why) for why in refused)
     except JSON_ERRORS as exc:
         raise invalid_json(name, data, exc) from None
     return errors
 
 
-def _add(obj: Any, out: ClusterObjects) -> None:
+def _add(obj: Any, out: ClusterObjects, refused: list[str]) -> None:
+    """Sort ``obj`` (Lists flattened) into ``out``; a Pod whose spec is no object (the API server
+    never writes one) is left out, and why is added to ``refused``."""
     if isinstance(obj, list):
         for item in obj:
-            _add(item, out)
+            _add(item, out, refused)
     elif isinstance(obj, dict):
         if isinstance(obj.get("items"), list) and str(obj.get("kind", "")).endswith("List"):
             for item in obj["items"]:
-                _add(item, out)
+                _add(item, out, refused)
+        elif obj.get("kind") == "Pod" and (problems := misshapen_templates(obj)):
+            meta = obj.get("metadata")
+            meta = meta if isinstance(meta, dict) else {}
+            refused.extend(f"Pod {meta.get('namespace') or ''}/{meta.get('name') or ''}: "
+                           + misshapen_message("Pod", at, found) for at, found in problems)
         else:
             out.add(obj)
 
@@ -145,7 +157,9 @@ def _load_yaml(data: bytes, name: str, out: ClusterObjects) -> list[InputError]:
             parsed.errors.append(InputError(name, doc.line,
                                             "expected Kubernetes objects (a List or Node/Pod/Event/PriorityClass)"))
             continue
-        _add(obj, out)
+        refused: list[str] = []
+        _add(obj, out, refused)
+        parsed.errors.extend(InputError(name, doc.line, why) for why in refused)
     return parsed.errors
 
 

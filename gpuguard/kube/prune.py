@@ -122,8 +122,9 @@ def decode_item(raw: bytes | msgspec.Raw, kind: str | None = None) -> Any:
     if kind and not obj.get("kind"):
         obj["kind"] = kind
     # Karpenter NodePools are few and the engine reads their whole template; DRA objects in full
+    spec = obj.get("spec")
     if obj.get("kind") in _KEPT_WHOLE or (
-            obj.get("kind") == "Pod" and not (obj.get("spec") or {}).get("nodeName")):
+            obj.get("kind") == "Pod" and not (isinstance(spec, dict) and spec.get("nodeName"))):
         whole = _WHOLE.decode(raw)
         if isinstance(whole, dict):
             whole.setdefault("kind", obj["kind"])

@@ -301,3 +301,24 @@ def test_directories_are_searched_recursively(
         "a.yaml", "sub/b.yml", "sub/deeper/c.json",
     ]
     assert report["summary"]["files"] == 3
+
+
+def test_a_template_that_is_no_object_is_an_input_error_at_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Pod whose spec is a list, or a Deployment whose template is a string, was "checked" with
+    nothing found and exit 0; the API server rejects both, and gpuguard says it cannot check them."""
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n- 1\n---\n"
+        "apiVersion: apps/v1\nkind: List\nitems:\n"
+        "- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: d}\n  spec:\n    template: gpus\n"
+    )
+    code, out, _ = run_lint([str(manifest), "--format", "json"], capsys, monkeypatch)
+    assert code == 2
+    errors = [(e["line"], e["message"]) for e in json.loads(out)["errors"]]
+    assert errors == [
+        (4, "spec is a list, but a Pod holds a pod template or spec there (an object): gpuguard cannot check it"),
+        (14, "items[0].spec.template is a string, but a Deployment holds a pod template or spec there (an object): "
+             "gpuguard cannot check it"),
+    ]

@@ -170,3 +170,27 @@ def test_wildcard_declarations_match_real_objects(workload: Any, location: Any) 
     expected = list if location.wildcard == "list" else dict
     for name, collection in collections:
         assert isinstance(collection, expected), f"{name}: {location.pattern} holds a {type(collection).__name__}"
+
+
+def test_misshapen_templates_are_found_where_extraction_passes_over_them() -> None:
+    from policies.podspec import misshapen_templates
+
+    gpu = {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+    cases: list[tuple[Any, list[tuple[str, str]]]] = [
+        ({"apiVersion": "v1", "kind": "Pod", "spec": [1, 2]}, [("/spec", "a list")]),
+        ({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"template": "x"}}, [("/spec/template", "a string")]),
+        ({"apiVersion": "apps/v1", "kind": "Deployment", "spec": 3}, [("/spec", "a number")]),
+        ({"apiVersion": "batch/v1", "kind": "CronJob", "spec": {"jobTemplate": {"spec": {"template": {"spec": True}}}}},
+         [("/spec/jobTemplate/spec/template/spec", "a boolean")]),
+        ({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+          "spec": {"pytorchReplicaSpecs": {"Master": [1], "Worker": {"template": {"spec": gpu}}}}},
+         [("/spec/pytorchReplicaSpecs/Master", "a list")]),
+        # absent or null is not misshapen, and neither are valid objects or kinds gpuguard does not read
+        ({"apiVersion": "v1", "kind": "Pod", "spec": None}, []),
+        ({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"template": None}}, []),
+        ({"apiVersion": "v1", "kind": "Pod", "spec": gpu}, []),
+        ({"apiVersion": "v1", "kind": "ConfigMap", "data": [1]}, []),
+        ([1], []),
+    ]
+    for obj, expected in cases:
+        assert misshapen_templates(obj) == expected, obj

@@ -158,3 +158,17 @@ def test_pods_go_to_the_pool_summary_sink(tmp_path: Path) -> None:
     again: list[bytes] = []
     read(listed, pods=again)
     assert sorted(json.loads(p)["metadata"]["name"] for p in again) == names
+
+
+def test_a_workload_whose_template_is_no_object_is_an_input_error(tmp_path: Path) -> None:
+    """The API server never writes one, so a dump that holds one is damaged: it is said, with the
+    object and the place, and the rest is judged."""
+    bad = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "ml"},
+           "spec": {"template": ["not", "a", "template"]}}
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [bad, *ITEMS]}))
+    result = read(dump)
+    (error,) = result.errors
+    assert error.file == str(dump)
+    assert error.message.startswith("Deployment ml/d: spec.template is a list, but a Deployment holds a pod template")
+    assert summary(result)[0] == EXPECTED[0]

@@ -109,6 +109,11 @@ def test_valid_json_of_another_shape_is_not_called_invalid(tmp_path: Path) -> No
          "no Node, Pod, Event or PriorityClass objects"),
         ("scalars.yaml", "- a\n- b\n", 1, "expected Kubernetes objects"),
         ("scalar-items.json", '{"kind": "List", "items": [7]}', 0, "items[0] is not a Kubernetes object"),
+        # A Pod whose spec is no object once made the JSON fast path raise (an internal error).
+        ("list-spec.json", '{"kind": "List", "items": [{"apiVersion": "v1", "kind": "Pod", "metadata": '
+         '{"name": "p", "namespace": "ml"}, "spec": [1, 2]}]}', 0, "items[0]: Pod ml/p: spec is a list"),
+        ("string-spec.yaml", "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: p},"
+         " spec: gpu}\n", 1, "Pod /p: spec is a string"),
     ],
 )
 def test_bad_dumps_are_input_errors_with_a_line(tmp_path: Path, name: str, text: str, line: int,
