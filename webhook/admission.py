@@ -56,6 +56,7 @@ from policies.config import Config
 from policies.engine import Evaluation, IgnoreUse
 from policies.facts import ClusterFacts
 from policies.identity import new_findings
+from policies.podspec import misshapen_templates
 from policies.types import Finding, Severity
 
 API_VERSION = "admission.k8s.io/v1"
@@ -266,6 +267,15 @@ def _only_metadata_or_status_changed(req: AdmissionRequest) -> bool:
     return _without_metadata_and_status(req.obj) == _without_metadata_and_status(req.old_obj)
 
 
+def misshapen_warnings(obj: dict[str, Any], config: Config) -> list[str]:
+    """Where the object's kind keeps a pod template but holds no object (only a custom resource
+    without a schema can reach a webhook so): admitted, as nothing is known to be wrong, but said."""
+    return [
+        fit_path(f"gpuguard cannot check it: {found}, not a pod template, at ", pointer.to_dotted(at) or "the object")
+        for at, found in misshapen_templates(obj, config.workload_index)
+    ]
+
+
 def ignore_warnings(uses: Sequence[IgnoreUse]) -> list[str]:
     out = []
     for use in uses:
@@ -294,6 +304,8 @@ def validate(req: AdmissionRequest, config: Config, facts: ClusterFacts, evaluat
     assert req.obj is not None
     ev = evaluate(req.obj, config, facts)
     notes = ignore_warnings(ev.ignore_uses)
+    if not ev.gpu_related:  # nothing judged: say so when a template could not even be read
+        notes += misshapen_warnings(req.obj, config)
     if not ev.findings:
         return Verdict(allowed=True, warnings=capped(notes), ignore_uses=ev.ignore_uses)
     blocking = ev.blocking()

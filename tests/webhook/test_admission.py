@@ -134,6 +134,26 @@ def test_warnings_fit_120_characters_and_name_the_rule(example_facts: ClusterFac
     assert seen > 0
 
 
+def test_a_template_that_is_no_object_is_admitted_with_a_warning() -> None:
+    """Only a custom resource without a schema reaches a webhook so (here a kind declared through
+    podTemplatePaths): nothing is known to be wrong, so it is admitted, but not silently."""
+    config = load_config({"podTemplatePaths": [{"apiVersion": "example.com/v1", "kind": "Trainer",
+                                                "template": "/spec/worker/template"}]})
+    obj = {"apiVersion": "example.com/v1", "kind": "Trainer", "metadata": {"name": "t", "namespace": "ml"},
+           "spec": {"worker": {"template": "gpu-template-v2"}}}
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "u1", "kind": {"group": "example.com", "version": "v1", "kind": "Trainer"},
+        "resource": {"group": "example.com", "version": "v1", "resource": "trainers"},
+        "namespace": "ml", "name": "t", "operation": "CREATE", "object": obj}}
+    verdict = admission.validate(admission.parse_review(orjson.dumps(body)), config, ClusterFacts.empty(), evaluate)
+    assert verdict.allowed is True
+    assert verdict.warnings == ["gpuguard cannot check it: a string, not a pod template, at spec.worker.template"]
+    obj["spec"] = {"worker": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    fine = copy.deepcopy(body)
+    assert admission.validate(admission.parse_review(orjson.dumps(fine)), config, ClusterFacts.empty(),
+                              evaluate).warnings == []
+
+
 def test_denial_message_lists_rule_dotted_path_and_fix() -> None:
     req = admission.parse_review(review_bytes(ADMISSION / "pytorchjob-gpu-request-without-limit.json"))
     verdict = admission.validate(req, load_config(None), ClusterFacts.empty(), evaluate)
