@@ -182,10 +182,11 @@ class _Checker:
             at = prefix + placeholder.path
             row = locate(unit.positions, placeholder.path if relative else at)[0]
             sink.errors.append(InputError(self.file, row, placeholder_message(placeholder, at)))
-        for path, found in misshapen_templates(obj, self.config.workload_index):
-            at = prefix + path
-            row = locate(unit.positions, path if relative else at)[0]
-            sink.errors.append(InputError(self.file, row, misshapen_message(obj.get("kind"), at, found)))
+        for place in misshapen_templates(obj, self.config.workload_index):
+            at = prefix + place.at
+            row = locate(unit.positions, place.at if relative else at)[0]
+            shown = dataclasses.replace(place, at=at)
+            sink.errors.append(InputError(self.file, row, misshapen_message(obj.get("kind"), shown)))
         for finding in ev.findings:
             placed = _rebase(finding, prefix)
             row, col = locate(unit.positions, finding.path if relative else placed.path)

@@ -425,13 +425,25 @@ def _argo_template(template: dict[str, Any], workflow_spec: Any, at: str) -> Pod
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Misshapen:
+    """A place where a pod template, or a part of one the rules read, holds the wrong type."""
+
+    at: str  # RFC 6901 pointer in the object
+    found: str  # "a list", "a string"…
+    expected: str  # what belongs there, e.g. "a pod template or spec (an object)"
+
+
+_TEMPLATE = "a pod template or spec (an object)"
+
+
 def misshapen_templates(
     obj: Any, index: dict[tuple[str, str], Workload] | None = None, _base: str = "", _depth: int = 0
-) -> list[tuple[str, str]]:
-    """Where ``obj``'s kind keeps its pod templates but ``obj`` holds no object: (pointer, what is
-    there), e.g. ``("/spec", "a list")`` for a Pod whose spec is a list.  ``extract`` passes over
-    such places, so the faces report them as input errors rather than pass the object unjudged.
-    Absent and null values are not reported."""
+) -> list[Misshapen]:
+    """Where ``obj``'s kind keeps its pod templates, or their containers and resources, but ``obj``
+    holds the wrong type: a Pod whose ``spec`` is a list, a container that is a string, ``limits``
+    that are a list.  ``extract`` and the rules pass over such places, so the faces report them as
+    input errors rather than pass the object as checked.  Absent and null values are fine."""
     if not isinstance(obj, dict) or _depth > 4:
         return []
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
@@ -440,24 +452,55 @@ def misshapen_templates(
     workload = (index or _DEFAULT_INDEX).get((_group_of(api_version), kind))
     if workload is None:
         return []
-    found: list[tuple[str, str]] = []
+    found: list[Misshapen] = []
     for loc in workload.locations:
         for path, node in _expand_misshapen(obj, loc.pattern, ()):
             at = pointer.join(_base, path)
             if not isinstance(node, dict):
-                found.append((at, _json_type(node)))
+                found.append(Misshapen(at, _json_type(node), _TEMPLATE))
             elif loc.shape == "template" and node.get("spec") is not None and not isinstance(node["spec"], dict):
-                found.append((at + "/spec", _json_type(node["spec"])))
+                found.append(Misshapen(at + "/spec", _json_type(node["spec"]), _TEMPLATE))
             elif loc.shape == "object":
                 found.extend(misshapen_templates(node, index, at, _depth + 1))
+    if _depth == 0:
+        for pod in extract(obj, index):
+            found.extend(_misshapen_parts(pod))
     return found
 
 
-def misshapen_message(kind: Any, at: str, found: str) -> str:
+def _misshapen_parts(pod: PodTemplate) -> Iterator[Misshapen]:
+    """Container lists, containers, and the resources the rules read, of one extracted template."""
+    spec, base = pod.spec, pod.spec_pointer
+    lists = ("initContainers", "sidecars") if pod.shape == "argo" else tuple(key for key, _ in CONTAINER_LISTS)
+    for key in lists:
+        items = spec.get(key)
+        if items is not None and not isinstance(items, list):
+            yield Misshapen(pointer.join(base, (key,)), _json_type(items), "a list of containers")
+        for i, item in enumerate(items if isinstance(items, list) else ()):
+            if item is not None and not isinstance(item, dict):
+                yield Misshapen(pointer.join(base, (key, i)), _json_type(item), "a container (an object)")
+    if pod.shape == "argo":
+        for key in ARGO_CONTAINER_KEYS:
+            if spec.get(key) is not None and not isinstance(spec[key], dict):
+                yield Misshapen(pointer.join(base, (key,)), _json_type(spec[key]), "a container (an object)")
+    for c in pod.containers:
+        resources = c.container.get(c.resources_key)
+        where = (*c.path, c.resources_key)
+        if resources is not None and not isinstance(resources, dict):
+            yield Misshapen(pointer.join(base, where), _json_type(resources), "resources (an object)")
+            continue
+        for which in ("limits", "requests"):
+            quantities = as_dict(resources).get(which)
+            if quantities is not None and not isinstance(quantities, dict):
+                yield Misshapen(pointer.join(base, (*where, which)), _json_type(quantities),
+                                "resource quantities (an object)")
+
+
+def misshapen_message(kind: Any, place: Misshapen) -> str:
     """The input error for one place ``misshapen_templates`` found."""
     return (
-        f"{pointer.to_dotted(at) or 'the object'} is {found}, but a {kind} holds a pod template or spec "
-        "there (an object): gpuguard cannot check it"
+        f"{pointer.to_dotted(place.at) or 'the object'} is {place.found}, but a {kind} holds {place.expected} "
+        "there: gpuguard cannot check it"
     )
 
 

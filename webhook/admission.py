@@ -271,8 +271,9 @@ def misshapen_warnings(obj: dict[str, Any], config: Config) -> list[str]:
     """Where the object's kind keeps a pod template but holds no object (only a custom resource
     without a schema can reach a webhook so): admitted, as nothing is known to be wrong, but said."""
     return [
-        fit_path(f"gpuguard cannot check it: {found}, not a pod template, at ", pointer.to_dotted(at) or "the object")
-        for at, found in misshapen_templates(obj, config.workload_index)
+        fit_path(f"gpuguard cannot check it: {place.found} where {place.expected} belongs, at ",
+                 pointer.to_dotted(place.at) or "the object")
+        for place in misshapen_templates(obj, config.workload_index)
     ]
 
 

@@ -238,8 +238,8 @@ class Auditor:
         if origin.file is not None:  # a dump: what the API server would have refused is an input error
             judged.errors = [
                 InputError(origin.file, origin.line or 0, f"{ref.kind} {ref.namespace}/{ref.name}: "
-                           + misshapen_message(ref.kind, at, found))
-                for at, found in misshapen_templates(obj, self.config.workload_index)
+                           + misshapen_message(ref.kind, place))
+                for place in misshapen_templates(obj, self.config.workload_index)
             ]
         if self.after is None:
             judged.findings = [AuditFinding(f, ref, origin) for f in ev.findings]

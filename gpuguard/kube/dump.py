@@ -142,7 +142,7 @@ def _add(obj: Any, out: ClusterObjects, refused: list[str]) -> None:
             meta = obj.get("metadata")
             meta = meta if isinstance(meta, dict) else {}
             refused.extend(f"Pod {meta.get('namespace') or ''}/{meta.get('name') or ''}: "
-                           + misshapen_message("Pod", at, found) for at, found in problems)
+                           + misshapen_message("Pod", place) for place in problems)
         else:
             out.add(obj)
 

@@ -318,7 +318,7 @@ def test_a_template_that_is_no_object_is_an_input_error_at_its_line(
     assert code == 2
     errors = [(e["line"], e["message"]) for e in json.loads(out)["errors"]]
     assert errors == [
-        (4, "spec is a list, but a Pod holds a pod template or spec there (an object): gpuguard cannot check it"),
-        (14, "items[0].spec.template is a string, but a Deployment holds a pod template or spec there (an object): "
+        (4, "spec is a list, but a Pod holds a pod template or spec (an object) there: gpuguard cannot check it"),
+        (14, "items[0].spec.template is a string, but a Deployment holds a pod template or spec (an object) there: "
              "gpuguard cannot check it"),
     ]

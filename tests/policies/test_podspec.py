@@ -193,4 +193,30 @@ def test_misshapen_templates_are_found_where_extraction_passes_over_them() -> No
         ([1], []),
     ]
     for obj, expected in cases:
-        assert misshapen_templates(obj) == expected, obj
+        assert [(m.at, m.found) for m in misshapen_templates(obj)] == expected, obj
+    template = "a pod template or spec (an object)"
+    assert {m.expected for m in misshapen_templates(cases[0][0])} == {template}
+
+
+def test_misshapen_containers_and_resources_are_found_too() -> None:
+    from policies.podspec import misshapen_templates
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "spec": {
+        "initContainers": "setup",
+        "containers": [
+            "train",
+            {"name": "a", "resources": ["nvidia.com/gpu"]},
+            {"name": "b", "resources": {"limits": "nvidia.com/gpu=1", "requests": None}},
+            {"name": "ok", "resources": {"limits": {"nvidia.com/gpu": 1}}},
+        ]}}
+    assert [(m.at, m.found, m.expected) for m in misshapen_templates(pod)] == [
+        ("/spec/initContainers", "a string", "a list of containers"),
+        ("/spec/containers/0", "a string", "a container (an object)"),
+        ("/spec/containers/1/resources", "a list", "resources (an object)"),
+        ("/spec/containers/2/resources/limits", "a string", "resource quantities (an object)"),
+    ]
+    workflow = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "spec": {"templates": [
+        {"name": "t", "container": {"image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}, "sidecars": [3]},
+        {"name": "u", "script": "echo"},
+    ]}}
+    assert [(m.at, m.found) for m in misshapen_templates(workflow)] == [("/spec/templates/0/sidecars/0", "a number")]

@@ -147,7 +147,9 @@ def test_a_template_that_is_no_object_is_admitted_with_a_warning() -> None:
         "namespace": "ml", "name": "t", "operation": "CREATE", "object": obj}}
     verdict = admission.validate(admission.parse_review(orjson.dumps(body)), config, ClusterFacts.empty(), evaluate)
     assert verdict.allowed is True
-    assert verdict.warnings == ["gpuguard cannot check it: a string, not a pod template, at spec.worker.template"]
+    assert verdict.warnings == [
+        "gpuguard cannot check it: a string where a pod template or spec (an object) belongs, at spec.worker.template"
+    ]
     obj["spec"] = {"worker": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}}
     fine = copy.deepcopy(body)
     assert admission.validate(admission.parse_review(orjson.dumps(fine)), config, ClusterFacts.empty(),

@@ -72,12 +72,17 @@ def test_single_kind_api_list_items_without_kind(tmp_path: Path) -> None:
 def test_wrongly_typed_fields_fall_back_to_the_whole_object(tmp_path: Path) -> None:
     parts = scenario()
     weird = parts["pods"][0]
-    weird["spec"]["containers"] = "not a list"
+    weird["status"] = "not a map"
     dump = tmp_path / "weird.json"
     dump.write_text(json.dumps(as_list_document([weird, *parts["nodes"]])))
     load = load_dumps([str(dump)])
     assert load.errors == []
-    assert load.objects.pods[0]["spec"]["containers"] == "not a list"
+    assert load.objects.pods[0]["status"] == "not a map"
+    # containers that are no list cannot be analysed: the damaged dump says where
+    weird["spec"]["containers"] = "not a list"
+    dump.write_text(json.dumps(as_list_document([weird, *parts["nodes"]])))
+    (error,) = load_dumps([str(dump)]).errors
+    assert "items[0]: Pod ml/train-a: spec.containers is a string, but a Pod holds a list of containers" in error.message
 
 
 def test_a_top_level_json_array_is_read_as_audit_reads_it(tmp_path: Path, expected: dict[str, object]) -> None:
