@@ -10,6 +10,7 @@ import argparse
 import os
 import stat
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
@@ -110,9 +111,13 @@ def _fix(
         return None, result
     after = lint_text(new_text, item.name, config, facts, images, fixes=True, dra_inputs=dra_inputs)
     leftover = after.patches()
-    if leftover or after.errors:
+    # Input errors the file had already (an unrendered placeholder, a misshapen object elsewhere)
+    # are reported either way; only errors the fixes would bring in stop them.
+    brought = Counter(e.message for e in after.errors) - Counter(e.message for e in result.errors)
+    if leftover or brought:
         rules = sorted({f.finding.rule for f in after.findings if f.finding.fix})
-        reason = f"a second pass still finds fixes ({', '.join(rules)})" if leftover else "the result does not lint"
+        reason = (f"a second pass still finds fixes ({', '.join(rules)})" if leftover
+                  else f"the result does not lint ({next(iter(brought))})")
         result.errors.append(InputError(item.name, 1, f"fix not applied: {reason}"))
         return None, result
     return new_text, after

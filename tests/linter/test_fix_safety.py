@@ -255,3 +255,21 @@ def test_hard_linked_file_is_not_split(
         "cannot write the fixes: the file has 2 hard links and replacing it would split them; it is unchanged"
     )
     assert target.read_text() == _pods(1)
+
+
+def test_input_errors_the_file_already_had_do_not_stop_its_fixes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unrendered placeholder or a misshapen object in one document is reported either way; the
+    other documents' fixes were refused as "the result does not lint"."""
+    target = tmp_path / "mixed.yaml"
+    broken = ("apiVersion: v1\nkind: Pod\nmetadata: {name: unrendered}\nspec:\n  containers:\n"
+              "  - {name: c, image: x, resources: {limits: {nvidia.com/gpu: '${GPUS}'}}}\n"
+              "---\napiVersion: v1\nkind: Pod\nmetadata: {name: damaged}\nspec: [1]\n")
+    target.write_text(broken + _pods(1))
+    code, report, _ = _fix([str(target)], tmp_path, capsys, monkeypatch)
+    assert code == 2
+    messages = [e["message"] for e in report["errors"]]
+    assert len(messages) == 2 and "unrendered placeholder ${GPUS}" in messages[0] and "spec is a list" in messages[1]
+    assert report["summary"]["fixed_files"] == [str(target)]
+    assert target.read_text().startswith(broken) and _fixed(target.read_text().split("spec: [1]\n", 1)[1])
