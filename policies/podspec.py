@@ -319,8 +319,10 @@ class PodTemplate:
 
 
 def _expand(
-    node: Any, pattern: tuple[str, ...], base: tuple[Segment, ...]
+    node: Any, pattern: tuple[str, ...], base: tuple[Segment, ...], stops: bool = False
 ) -> Iterator[tuple[tuple[Segment, ...], Any]]:
+    """The values at ``pattern``; with ``stops``, also each value on the way that cannot hold the
+    rest of the path (a scalar where a map or list belongs; null among them)."""
     if not pattern:
         yield base, node
         return
@@ -328,15 +330,21 @@ def _expand(
     if head == "*":
         if isinstance(node, dict):
             for key, child in node.items():
-                yield from _expand(child, rest, (*base, key))
+                yield from _expand(child, rest, (*base, key), stops)
         elif isinstance(node, list):
             for i, child in enumerate(node):
-                yield from _expand(child, rest, (*base, i))
+                yield from _expand(child, rest, (*base, i), stops)
+        elif stops:
+            yield base, node
         return
-    if isinstance(node, dict) and head in node:
-        yield from _expand(node[head], rest, (*base, head))
-    elif isinstance(node, list) and head.isdigit() and int(head) < len(node):
-        yield from _expand(node[int(head)], rest, (*base, int(head)))
+    if isinstance(node, dict):
+        if head in node:
+            yield from _expand(node[head], rest, (*base, head), stops)
+    elif isinstance(node, list) and head.isdigit():
+        if int(head) < len(node):
+            yield from _expand(node[int(head)], rest, (*base, int(head)), stops)
+    elif stops:
+        yield base, node
 
 
 def _containers_of(spec: dict[str, Any]) -> list[ContainerRef]:
@@ -454,7 +462,9 @@ def misshapen_templates(
         return []
     found: list[Misshapen] = []
     for loc in workload.locations:
-        for path, node in _expand_misshapen(obj, loc.pattern, ()):
+        for path, node in _expand(obj, loc.pattern, (), stops=True):
+            if node is None:  # absent and null are fine
+                continue
             at = pointer.join(_base, path)
             if not isinstance(node, dict):
                 found.append(Misshapen(at, _json_type(node), _TEMPLATE))
@@ -514,36 +524,6 @@ def _json_type(value: Any) -> str:
     if isinstance(value, str):
         return "a string"
     return type(value).__name__
-
-
-def _expand_misshapen(
-    node: Any, pattern: tuple[str, ...], base: tuple[Segment, ...]
-) -> Iterator[tuple[tuple[Segment, ...], Any]]:
-    """``_expand``, also yielding the first value on the way that cannot hold the rest of the path."""
-    if not pattern:
-        yield base, node
-        return
-    head, rest = pattern[0], pattern[1:]
-    if head == "*":
-        if isinstance(node, dict):
-            for key, child in node.items():
-                if child is not None:
-                    yield from _expand_misshapen(child, rest, (*base, key))
-        elif isinstance(node, list):
-            for i, child in enumerate(node):
-                if child is not None:
-                    yield from _expand_misshapen(child, rest, (*base, i))
-        else:
-            yield base, node
-        return
-    if isinstance(node, dict):
-        if node.get(head) is not None:
-            yield from _expand_misshapen(node[head], rest, (*base, head))
-    elif isinstance(node, list) and head.isdigit():
-        if int(head) < len(node) and node[int(head)] is not None:
-            yield from _expand_misshapen(node[int(head)], rest, (*base, int(head)))
-    else:
-        yield base, node
 
 
 def extract(
