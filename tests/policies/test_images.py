@@ -20,6 +20,9 @@ from tests.policies.cuda.test_require import nvidia_cuda_requirement
 from tests.support.paths import EXAMPLES
 
 RULE = "gpu-cuda-driver-mismatch"
+# An image config as nvidia/cuda 13.0.2 publishes it: its CUDA_VERSION and the runtime's requirement.
+CUDA_13 = ImageConfig(env=(("CUDA_VERSION", "13.0.2"),
+                           ("NVIDIA_REQUIRE_CUDA", nvidia_cuda_requirement("13.0", [535, 550, 565, 570, 575]))))
 
 
 class DictImageFacts:
@@ -89,9 +92,7 @@ def test_a_result_computed_while_a_lookup_was_pending_does_not_stick() -> None:
     config = load_config({})
     pending = DictImageFacts({"example.com/app:1": ImageLookup("pending", detail="in flight")})
     assert [f for f in evaluate(obj, config, facts, pending).findings if f.rule == RULE] == []
-    cuda_13 = ImageConfig(env=(("CUDA_VERSION", "13.0.2"), ("NVIDIA_REQUIRE_CUDA",
-                                                          nvidia_cuda_requirement("13.0", [535, 550, 565, 570, 575]))))
-    found = DictImageFacts({"example.com/app:1": ImageLookup("found", cuda_13)})
+    found = DictImageFacts({"example.com/app:1": ImageLookup("found", CUDA_13)})
     findings = [f for f in evaluate(obj, config, facts, found).findings if f.rule == RULE]
     assert len(findings) == 1 and "needs CUDA 13.0.2 (from image config CUDA_VERSION=13.0.2" in findings[0].message
     assert ("example.com/app:1", "amd64") in found.calls
@@ -125,8 +126,6 @@ def test_one_spec_extracted_two_ways_looks_up_each_way_s_own_images() -> None:
     pending = DictImageFacts({"example.com/b:1": ImageLookup("pending", detail="in flight")})
     evaluate(pod, config, facts, pending)
     assert [f for f in evaluate(workflow, config, facts, pending).findings if f.rule == RULE] == []
-    cuda_13 = ImageConfig(env=(("CUDA_VERSION", "13.0.2"), ("NVIDIA_REQUIRE_CUDA",
-                                                          nvidia_cuda_requirement("13.0", [535, 550, 565, 570, 575]))))
-    found = DictImageFacts({"example.com/b:1": ImageLookup("found", cuda_13)})
+    found = DictImageFacts({"example.com/b:1": ImageLookup("found", CUDA_13)})
     findings = [f for f in evaluate(workflow, config, facts, found).findings if f.rule == RULE]
     assert len(findings) == 1 and "container 'b': image example.com/b:1 needs CUDA 13.0.2" in findings[0].message

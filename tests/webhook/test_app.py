@@ -46,6 +46,28 @@ async def _post(app: Any, body: bytes) -> dict[str, Any]:
     return cast(dict[str, Any], orjson.loads(sent[1]["body"]))
 
 
+def _create_all(app: Any, objects: Any) -> list[dict[str, Any]]:
+    """POST a CREATE review of each object in turn; the responses."""
+
+    async def scenario() -> list[dict[str, Any]]:
+        return [(await _post(app, orjson.dumps(review("CREATE", obj))))["response"] for obj in objects]
+
+    return asyncio.run(scenario())
+
+
+def _counted(monkeypatch: Any, owner: Any, name: str) -> list[int]:
+    """One entry per call of ``owner.name`` from now on (the real one still runs)."""
+    calls: list[int] = []
+    real = getattr(owner, name)
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counting)
+    return calls
+
+
 def test_image_lookup_keys_hold_a_digest_not_the_spec() -> None:
     """Distinct pods with 200 KB specs once left their whole serialised spec in the memo key each."""
     facts = StaticFacts()
@@ -88,22 +110,10 @@ def test_replicas_share_their_image_lookups(monkeypatch: Any) -> None:
     up is worked out for the first only, and every pod gets the lookups."""
     from gpuguard.registry import facts as registry_facts
 
-    computed: list[int] = []
-    real_pairs_in = registry_facts.pairs_in
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        computed.append(1)
-        return real_pairs_in(*args, **kwargs)
-
-    monkeypatch.setattr(registry_facts, "pairs_in", counting)
+    computed = _counted(monkeypatch, registry_facts, "pairs_in")
     lookups = Lookups()
     app = create_app(Config(), StaticFacts(), image_lookups=cast(ImageLookupService, lookups))
-
-    async def scenario() -> None:
-        for i in range(10):
-            await _post(app, orjson.dumps(review("CREATE", _replica(i))))
-
-    asyncio.run(scenario())
+    _create_all(app, (_replica(i) for i in range(10)))
     assert len(computed) == 1
     assert lookups.asked == [(("nvcr.io/nvidia/pytorch:24.05-py3", "amd64"),)] * 10
 
@@ -115,12 +125,7 @@ def test_an_ignore_annotation_is_part_of_the_image_lookup_key() -> None:
     app = create_app(Config(), StaticFacts(), image_lookups=cast(ImageLookupService, lookups))
     ignoring = _replica(0)
     ignoring["metadata"]["annotations"] = {"gpuguard.io/ignore": "gpu-cuda-driver-mismatch"}
-
-    async def scenario() -> None:
-        await _post(app, orjson.dumps(review("CREATE", ignoring)))
-        await _post(app, orjson.dumps(review("CREATE", _replica(0))))
-
-    asyncio.run(scenario())
+    _create_all(app, (ignoring, _replica(0)))
     assert lookups.asked == [(("nvcr.io/nvidia/pytorch:24.05-py3", "amd64"),)]
 
 
@@ -140,13 +145,8 @@ def test_templates_outside_the_spec_are_part_of_the_image_lookup_key() -> None:
     def workspace(name: str, image: str) -> dict[str, Any]:
         return {"apiVersion": "kaito.sh/v1beta1", "kind": "Workspace", "metadata": {"name": name, "namespace": "ml"},
                 "resource": {"instanceType": "Standard_NC24ads_A100_v4"}, "inference": {"template": gpu_pod(image)}}
-
-    async def scenario() -> None:
-        for obj in (pod_template("a", "example.com/a:1"), pod_template("b", "example.com/b:1"),
-                    workspace("a", "example.com/c:1"), workspace("b", "example.com/d:1")):
-            await _post(app, orjson.dumps(review("CREATE", obj)))
-
-    asyncio.run(scenario())
+    _create_all(app, (pod_template("a", "example.com/a:1"), pod_template("b", "example.com/b:1"),
+                      workspace("a", "example.com/c:1"), workspace("b", "example.com/d:1")))
     assert lookups.asked == [((f"example.com/{name}:1", "amd64"),) for name in "abcd"]
 
 
@@ -158,21 +158,9 @@ def test_replicas_as_the_api_server_sends_them_are_judged_once(monkeypatch: Any)
     from policies import engine
     from tests.support.paths import EXAMPLES
 
-    runs: list[int] = []
-    real_check = engine._check
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        runs.append(1)
-        return real_check(*args, **kwargs)
-
-    monkeypatch.setattr(engine, "_check", counting)
-
+    runs = _counted(monkeypatch, engine, "_check")
     app = create_app(Config(), StaticFacts(load_cluster_facts(str(EXAMPLES / "cluster.yaml"))))
-
-    async def scenario() -> list[dict[str, Any]]:
-        return [(await _post(app, orjson.dumps(review("CREATE", _replica(i)))))["response"] for i in range(10)]
-
-    responses = asyncio.run(scenario())
+    responses = _create_all(app, (_replica(i) for i in range(10)))
     assert len(runs) == 1
     assert all(r["allowed"] is False for r in responses)  # no toleration for the GPU nodes' taint
     assert len({r["status"]["message"].replace(f"train-{i}-", "train-N-") for i, r in enumerate(responses)}) == 1
