@@ -107,9 +107,7 @@ def _load_json(data: bytes, name: str, out: ClusterObjects) -> list[InputError]:
         for i, raw in enumerate(items):
             obj = decode_item(raw, kind)
             if isinstance(obj, dict):
-                refused: list[str] = []
-                _add(obj, out, refused)
-                errors.extend(InputError(name, 0, f"items[{i}]: {why}") for why in refused)
+                errors.extend(InputError(name, 0, f"items[{i}]: {why}") for why in _add(obj, out))
             else:
                 errors.append(InputError(name, 0, f"items[{i}] is not a Kubernetes object"))
 
@@ -120,31 +118,31 @@ def _load_json(data: bytes, name: str, out: ClusterObjects) -> list[InputError]:
         elif data.lstrip()[:1] == b"[":
             add_items(ARRAY.decode(data), None)
         else:
-            refused: list[str] = []
-            _add(decode_item(data), out, refused)
-            errors.extend(InputError(name, 0, why) for why in refused)
+            errors.extend(InputError(name, 0, why) for why in _add(decode_item(data), out))
     except JSON_ERRORS as exc:
         raise invalid_json(name, data, exc) from None
     return errors
 
 
-def _add(obj: Any, out: ClusterObjects, refused: list[str]) -> None:
-    """Sort ``obj`` (Lists flattened) into ``out``; a Pod whose spec is no object (the API server
-    never writes one) is left out, and why is added to ``refused``."""
+def _add(obj: Any, out: ClusterObjects) -> list[str]:
+    """Sort ``obj`` (Lists flattened) into ``out``; a Pod whose spec, containers or resources have
+    the wrong type (the API server never writes one) is left out: why, one line a place."""
+    refused: list[str] = []
     if isinstance(obj, list):
         for item in obj:
-            _add(item, out, refused)
+            refused += _add(item, out)
     elif isinstance(obj, dict):
         if isinstance(obj.get("items"), list) and str(obj.get("kind", "")).endswith("List"):
             for item in obj["items"]:
-                _add(item, out, refused)
+                refused += _add(item, out)
         elif obj.get("kind") == "Pod" and (problems := misshapen_templates(obj)):
             meta = obj.get("metadata")
             meta = meta if isinstance(meta, dict) else {}
-            refused.extend(f"Pod {meta.get('namespace') or ''}/{meta.get('name') or ''}: "
-                           + misshapen_message("Pod", place) for place in problems)
+            refused += [f"Pod {meta.get('namespace') or ''}/{meta.get('name') or ''}: "
+                        + misshapen_message("Pod", place) for place in problems]
         else:
             out.add(obj)
+    return refused
 
 
 def _load_yaml(data: bytes, name: str, out: ClusterObjects) -> list[InputError]:
@@ -157,9 +155,7 @@ def _load_yaml(data: bytes, name: str, out: ClusterObjects) -> list[InputError]:
             parsed.errors.append(InputError(name, doc.line,
                                             "expected Kubernetes objects (a List or Node/Pod/Event/PriorityClass)"))
             continue
-        refused: list[str] = []
-        _add(obj, out, refused)
-        parsed.errors.extend(InputError(name, doc.line, why) for why in refused)
+        parsed.errors.extend(InputError(name, doc.line, why) for why in _add(obj, out))
     return parsed.errors
 
 
