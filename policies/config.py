@@ -8,6 +8,7 @@
     enforcement: enforce | warn       # warn: admit what would be denied, with warnings
     warnNamespaces: [team-*]          # namespaces (shell patterns) where enforcement is warn
     allowIgnoreAnnotation: true       # false, or a list of namespaces where gpuguard.io/ignore is honoured
+    allowIgnoreRules: []              # rules guarding GPU allocation the annotation may skip (none by default)
     gpuResourceNames: [example.com/accel]
     podTemplatePaths:                 # pod templates of other CRDs
       - {apiVersion: example.com/v1, kind: Trainer, template: /spec/workers/*/template}
@@ -42,6 +43,7 @@ TOP_LEVEL_KEYS = (
     "enforcement",
     "warnNamespaces",
     "allowIgnoreAnnotation",
+    "allowIgnoreRules",
     "gpuResourceNames",
     "podTemplatePaths",
     "failureMode",
@@ -50,14 +52,20 @@ TOP_LEVEL_KEYS = (
     "extendedResourceToleration",
 )
 
-# Where GPU infrastructure runs: the NVIDIA GPU Operator (its Helm chart's documented namespace
-# `gpu-operator`; `nvidia-gpu-operator` on OpenShift), the standalone device-plugin chart
-# (`nvidia-device-plugin`), the DRA driver for GPUs (`nvidia-dra-driver-gpu`), and the system and
-# gpuguard's own namespaces.  Their DaemonSets hand out GPUs by design (NVIDIA_VISIBLE_DEVICES=all
-# without a GPU request); denying them would leave the cluster without GPUs.
-DEFAULT_EXEMPT_NAMESPACES = frozenset(
-    {"gpu-operator", "nvidia-gpu-operator", "nvidia-device-plugin", "nvidia-dra-driver-gpu", "kube-system", "gpuguard"}
-)
+# Namespaces no tenant can create: kube-system always exists, and gpuguard's own is made by its
+# install.  An exemption by any other name is one a tenant who may create namespaces (OpenShift
+# projects, Capsule, HNC) could claim by creating a namespace of that name; GPU infrastructure
+# (GPU Operator, device plugin, DRA driver) is judged instead, and its device access reported as
+# info in gpu-device-access-bypass's infrastructureNamespaces (the webhook's installs exempt such
+# namespaces by an admin-set label, gpuguard.io/exempt=true).
+DEFAULT_EXEMPT_NAMESPACES = frozenset({"kube-system", "gpuguard"})
+# The namespace label an administrator sets to exempt a namespace from the webhooks (their
+# namespaceSelector leaves such namespaces out); only those who may update namespaces can set it.
+EXEMPT_LABEL = "gpuguard.io/exempt"
+
+# Rules that guard GPU allocation: a tenant who may annotate a pod must not be able to switch them
+# off with gpuguard.io/ignore ("all" included), unless the config lists them in allowIgnoreRules.
+ALLOCATION_GUARDS = frozenset({"gpu-device-access-bypass"})
 
 Enforcement = Literal["enforce", "warn"]
 FailureMode = Literal["allow", "deny"]
@@ -83,6 +91,7 @@ class Config:
     enforcement: Enforcement = "enforce"
     warn_namespaces: tuple[str, ...] = ()
     ignore_annotation: bool | frozenset[str] = True  # True/False, or the namespaces where it is honoured
+    ignore_rules: frozenset[str] = frozenset()  # ALLOCATION_GUARDS the annotation may skip
     gpu_resource_names: tuple[str, ...] = ()
     extra_workloads: tuple[Workload, ...] = ()
     failure_mode: FailureMode = "allow"
@@ -124,6 +133,12 @@ class Config:
         if isinstance(self.ignore_annotation, bool):
             return self.ignore_annotation
         return namespace in self.ignore_annotation
+
+    def skipped_by_annotation(self, names: frozenset[str] | set[str]) -> frozenset[str]:
+        """The rule ids an honoured ``gpuguard.io/ignore`` naming ``names`` (``all`` for every rule)
+        skips: never an allocation guard the config does not list in allowIgnoreRules."""
+        wanted = set(RULES) if "all" in names else {n for n in names if n in RULES}
+        return frozenset(n for n in wanted if n not in ALLOCATION_GUARDS or n in self.ignore_rules)
 
 
 def _expect(value: Any, typ: type | tuple[type, ...], key: str, what: str) -> Any:
@@ -258,6 +273,10 @@ def load_config(raw: Any) -> Config:
         raise ConfigError(
             f"allowIgnoreAnnotation: expected true, false or a list of namespaces, got {type(ignore_raw).__name__}"
         )
+    ignore_rules = _strings(_or_default(raw.get("allowIgnoreRules"), []), "allowIgnoreRules", "rule ids")
+    for i, rid in enumerate(ignore_rules):
+        if rid not in RULES:
+            raise ConfigError(f"allowIgnoreRules[{i}]: unknown rule id {rid!r}")
     extra = _or_default(raw.get("gpuResourceNames"), [])
     _expect(extra, list, "gpuResourceNames", "a list of resource names")
     paths = _or_default(raw.get("podTemplatePaths"), [])
@@ -284,6 +303,7 @@ def load_config(raw: Any) -> Config:
         enforcement=enforcement,
         warn_namespaces=tuple(warn_namespaces),
         ignore_annotation=ignore,
+        ignore_rules=frozenset(ignore_rules),
         gpu_resource_names=tuple(str(n) for n in extra),
         extra_workloads=tuple(_template_path(i, p) for i, p in enumerate(paths)),
         failure_mode=failure,

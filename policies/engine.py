@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies import pointer
-from policies.applicability import Applies, Profile, snapshot_profile, template_profile
-from policies.config import Config, RuleSettings
+from policies.applicability import Applies, Profile, has_device_access, snapshot_profile, template_profile
+from policies.config import ALLOCATION_GUARDS, Config, RuleSettings
 from policies.digest import TooDeep
 from policies.dra.facts import NO_INPUTS, DraInputs, DraView
 from policies.dra.reading import is_dra
@@ -29,8 +29,7 @@ from policies.placeholders import Placeholder, find_placeholders, has_selector_v
 from policies.podspec import PodTemplate, extract
 from policies.registry import OBJECT_RULES, RULES
 from policies.rule import ObjectContext, RuleContext, RuleModule
-from policies.shapes import as_dict, as_list, text
-from policies.signals import DEVICE_ENV_NAMES, is_device_host_path
+from policies.shapes import as_dict, text
 from policies.types import Finding, PatchOp, RelOp, Severity, Violation
 
 IGNORE_ANNOTATION = "gpuguard.io/ignore"
@@ -60,6 +59,8 @@ class IgnoreUse:
     rules: tuple[str, ...]  # the rule ids (or "all") it names
     unknown: tuple[str, ...]
     honoured: bool
+    # Rules guarding GPU allocation it names (``all`` names them all) but may not skip (allowIgnoreRules).
+    kept: tuple[str, ...] = ()
 
 
 @dataclass
@@ -106,15 +107,15 @@ class Evaluation:
         return ops
 
 
-def ignored_rules(obj: dict[str, Any], pod: PodTemplate, config: Config) -> set[str]:
-    """The rule ids (or "all") the ignore annotation skips on ``pod``, where config honours it."""
+def ignored_rules(obj: dict[str, Any], pod: PodTemplate, config: Config) -> frozenset[str]:
+    """The rule ids the ignore annotation skips on ``pod``, where config honours it."""
     namespace = text(as_dict(obj.get("metadata")).get("namespace") or "", 253)
     if not config.honours_ignore_annotation(namespace):
-        return set()
-    return {rule for use in _ignore_uses(obj, pod, True) for rule in use.rules}
+        return frozenset()
+    return config.skipped_by_annotation({rule for use in _ignore_uses(obj, pod, True, config) for rule in use.rules})
 
 
-def _ignore_uses(obj: dict[str, Any], pod: PodTemplate | None, honoured: bool) -> list[IgnoreUse]:
+def _ignore_uses(obj: dict[str, Any], pod: PodTemplate | None, honoured: bool, config: Config) -> list[IgnoreUse]:
     uses = []
     places = [(as_dict(obj.get("metadata")), "/metadata")]
     if pod is not None:
@@ -126,7 +127,9 @@ def _ignore_uses(obj: dict[str, Any], pod: PodTemplate | None, honoured: bool) -
         names = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
         unknown = tuple(n for n in names if n != "all" and n not in RULES)
         at = pointer.join(base, ("annotations", IGNORE_ANNOTATION))
-        uses.append(IgnoreUse(at, names, unknown, honoured))
+        named = set(RULES) if "all" in names else set(names)
+        kept = tuple(sorted(named & ALLOCATION_GUARDS - config.skipped_by_annotation(named))) if honoured else ()
+        uses.append(IgnoreUse(at, names, unknown, honoured, kept))
     return uses
 
 
@@ -149,24 +152,18 @@ def _names_gpu(resources: dict[str, Any], is_gpu: Callable[[str], bool]) -> bool
 
 
 def is_gpu_related(pod: PodTemplate, config: Config) -> bool:
-    """Cheap pre-filter: GPU resources, DRA claims, or GPU access signals (policies.signals)."""
+    """Cheap pre-filter: GPU resources, DRA claims, or a way to reach devices without them
+    (policies.applicability.has_device_access)."""
     is_gpu = config.is_gpu
     for c in pod.containers:
         if _names_gpu(c.resources, is_gpu) or c.resources.get("claims"):
             return True
-        for env in as_list(c.container.get("env")):
-            if isinstance(env, dict) and env.get("name") in DEVICE_ENV_NAMES:
-                return True
     spec = pod.spec
     if spec.get("resourceClaims"):
         return True
     if _names_gpu(as_dict(spec.get("resources")), is_gpu):
         return True
-    for vol in as_list(spec.get("volumes")):
-        host = as_dict(as_dict(vol).get("hostPath"))
-        if isinstance(host.get("path"), str) and is_device_host_path(host["path"]):
-            return True
-    return False
+    return has_device_access(pod)
 
 
 def evaluate(
@@ -224,10 +221,10 @@ def _evaluate(
         if not is_gpu_related(pod, config):
             continue
         ev.gpu_related = True
-        uses = _ignore_uses(obj, pod, honoured)
+        uses = _ignore_uses(obj, pod, honoured, config)
         ev.ignore_uses.extend(u for u in uses if u not in ev.ignore_uses)
-        ignored = {rule for u in uses for rule in u.rules} if honoured else set()
-        if "all" in ignored:
+        ignored = config.skipped_by_annotation({rule for u in uses for rule in u.rules}) if honoured else frozenset()
+        if ignored >= RULES.keys():
             continue
         pod_facts = _facts_for(pod, facts)
         try:
@@ -270,7 +267,7 @@ def _check_memoised(
     facts: ClusterFacts,
     images: ImageFacts,
     has_facts: bool,
-    ignored: set[str],
+    ignored: frozenset[str],
     dra: DraView,
 ) -> RuleResults:
     """Run the rules on one pod template, memoised per facts snapshot and config.
@@ -303,9 +300,11 @@ def _check_memoised(
 
 def _image_key(pod: PodTemplate, config: Config, facts: ClusterFacts, images: ImageFacts, key: RuleResultsKey) -> Any:
     from policies.cuda.containers import judged_containers
+    from policies.device_images import image_env_containers
 
     def pairs() -> tuple[tuple[str, str], ...]:
-        names = [c.container.get("image") for c in judged_containers(pod, config.is_gpu)]
+        containers = [*judged_containers(pod, config.is_gpu), *image_env_containers(pod, config.is_gpu)]
+        names = list(dict.fromkeys(c.container.get("image") for c in containers))
         archs = lookup_archs(facts)
         return tuple((n, arch) for n in names if isinstance(n, str) for arch in archs)
 
@@ -343,7 +342,7 @@ def _check(
     facts: ClusterFacts,
     images: ImageFacts,
     has_facts: bool,
-    ignored: set[str],
+    ignored: frozenset[str],
     dra: DraView,
 ) -> RuleResults:
     found: list[tuple[str, Violation]] = []
@@ -405,9 +404,10 @@ def _check_object(
     group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
     if (group, kind) in config.workload_index or not isinstance(api_version, str):
         return set()
-    uses = _ignore_uses(obj, None, honoured)
-    ignored = {rule for use in uses for rule in use.rules} if honoured else set()
-    if "all" in ignored:
+    uses = _ignore_uses(obj, None, honoured, config)
+    named = {rule for use in uses for rule in use.rules} if honoured else set()
+    ignored = config.skipped_by_annotation(named)
+    if "all" in named:
         ev.ignore_uses.extend(uses)
         return set()
     skipped: set[str] = set()

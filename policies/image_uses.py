@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,20 +19,29 @@ class ImageUse:
     container: str
 
 
-def images_in(obj: dict[str, Any], config: Config | None = None) -> tuple[ImageUse, ...]:
-    """Every image of a GPU container the CUDA rule would judge in ``obj``, in document order.
+def images_in(
+    obj: dict[str, Any], config: Config | None = None, rules: Iterable[str] | None = None
+) -> tuple[ImageUse, ...]:
+    """Every image the engine would look up in ``obj``, in document order: those of containers the CUDA
+    rule judges, and those of containers without devices whose image's NVIDIA_VISIBLE_DEVICES
+    gpu-device-access-bypass reads.
 
     Skips what the engine skips: exempt namespaces, templates that are not GPU-related, templates
-    or objects that ignore the rule, and the rule switched off in ``config``.
+    or objects that ignore the rule, and the rule switched off in ``config``; ``rules`` narrows the
+    rules whose images are listed.
     """
     from policies import pointer as jsonpointer
     from policies.config import Config
     from policies.cuda.containers import RULE_ID, judged_containers
+    from policies.device_images import RULE_ID as BYPASS_ID
+    from policies.device_images import image_env_containers
     from policies.engine import ignored_rules, is_gpu_related
     from policies.podspec import extract
 
     config = config or Config()
-    if config.settings(RULE_ID).severity is None:
+    wanted = (RULE_ID, BYPASS_ID) if rules is None else tuple(rules)
+    rules = [r for r in wanted if config.settings(r).severity is not None]
+    if not rules:
         return ()
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     assert isinstance(meta, dict)
@@ -42,10 +52,13 @@ def images_in(obj: dict[str, Any], config: Config | None = None) -> tuple[ImageU
         if not is_gpu_related(pod, config):
             continue
         ignored = ignored_rules(obj, pod, config)
-        if "all" in ignored or RULE_ID in ignored:
-            continue
-        for c in judged_containers(pod, config.is_gpu):
+        chosen: set[tuple[str | int, ...]] = set()
+        if RULE_ID in rules and RULE_ID not in ignored:
+            chosen.update(c.path for c in judged_containers(pod, config.is_gpu))
+        if BYPASS_ID in rules and BYPASS_ID not in ignored:
+            chosen.update(c.path for c in image_env_containers(pod, config.is_gpu))
+        for c in pod.containers:
             image = c.container.get("image")
-            if isinstance(image, str) and image.strip():
+            if c.path in chosen and isinstance(image, str) and image.strip():
                 found.append(ImageUse(image, jsonpointer.join(pod.spec_pointer, (*c.path, "image")), c.name))
     return tuple(found)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -226,17 +227,17 @@ class TemplateAnalysis:
 
 
 def rule_results_key(
-    config: object, pod: PodTemplate, object_annotations: Any, ignored: set[str], namespace: Any = None
+    config: object, pod: PodTemplate, object_annotations: Any, ignored: AbstractSet[str], namespace: Any = None
 ) -> RuleResultsKey | None:
     """The memo key of a template's rule results; None when its data is not JSON (no memo).
 
-    The object's namespace counts for templates with DRA claims, which resolve in it.
-    Raises policies.digest.TooDeep for data nested beyond what the engine accepts.
+    The object's namespace counts: DRA claims resolve in it, and gpu-device-access-bypass trusts
+    infrastructure by it (the replicas of one controller share it).  Raises policies.digest.TooDeep
+    for data nested beyond what the engine accepts.
     """
-    claims_namespace = namespace if pod.spec.get("resourceClaims") else None
     content = digest(
         spec_read(pod), annotations_read(pod.metadata.get("annotations")), annotations_read(object_annotations),
-        claims_namespace,
+        namespace,
     )
     derived = _derived(pod)
     if content is None or derived is None:

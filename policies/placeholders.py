@@ -14,11 +14,11 @@ creates the pod, so in its templates ``{{ }}`` is a value known only at run time
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from policies import patterns
 from policies.podspec import PodTemplate
 from policies.shapes import as_dict, as_list
 from policies.types import RelPath
@@ -26,8 +26,8 @@ from policies.types import RelPath
 TERMS_PATH: RelPath = (
     "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"
 )
-_DOLLAR = re.compile(r"\$\{[^}\n]*\}|\$\([A-Za-z_][A-Za-z0-9_]*\)")
-_BRACES = re.compile(r"\{\{.*?\}\}", re.DOTALL)
+_DOLLAR = patterns.compile(r"\$\{[^}\n]*\}|\$\([A-Za-z_][A-Za-z0-9_]*\)")
+_BRACES = patterns.compile(r"(?s)\{\{.*?\}\}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +50,7 @@ def _input_placeholder(value: Any, runtime_braces: bool) -> str | None:
         return None
     found = _DOLLAR.search(value)
     if found:
-        return found.group(0)
+        return str(found.group(0))
     if runtime_braces:
         return None
     braces = _BRACES.search(value)

@@ -13,8 +13,9 @@ A bare "E" is the exa suffix; "E" followed by digits is an exponent.  Values are
 from __future__ import annotations
 
 import functools
-import re
 from fractions import Fraction
+
+from policies import patterns
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -30,7 +31,7 @@ _DECIMAL = {
     "E": Fraction(10**18),
 }
 _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)"
-_QUANTITY = re.compile(
+_QUANTITY = patterns.compile(
     rf"^(?P<num>{_NUMBER})(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exp>[+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
 )
 _CACHEABLE = frozenset({str, int, float})

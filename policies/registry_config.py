@@ -19,17 +19,18 @@ Pure validation only; the client lives in ``gpuguard.registry``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from policies import patterns
 
 # Distribution refuses manifests over 4 MiB on push (distribution v2.8.2
 # registry/handlers/manifests.go: maxManifestBodySize = 4 << 20), so no registry serves larger ones.
 DEFAULT_MAX_MANIFEST_BYTES = 4 << 20
 DEFAULT_MAX_CONFIG_BYTES = 8 << 20
 
-_HOST_PORT = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:]+\])(?::[0-9]{1,5})?$")
+_HOST_PORT = patterns.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:]+\])(?::[0-9]{1,5})?$")
 
 
 class RegistryConfigError(ValueError):

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Iterable
 
-# DNS-1123 subdomain prefix / qualified name, as validation.IsQualifiedName checks it.
-_QUALIFIED_NAME = re.compile(
-    r"^(?:(?=.{1,253}/)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?"
-    r"(?=.{1,63}$)[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?$"
-)
+from policies import patterns
+from policies.boundedcache import small_key_cache
+
+# validation.IsQualifiedName (apimachinery pkg/util/validation): an optional DNS-1123 subdomain
+# prefix of at most 253 characters and "/", then a name of at most 63.
+_PREFIX = patterns.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
+_NAME = patterns.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?")
+MAX_QUALIFIED_NAME = 253 + 1 + 63
 
 # Extended-resource name prefixes of GPU vendors' device plugins (domain-facts.md §C.2):
 # NVIDIA k8s-device-plugin (gpu, mig-*, gpu.shared), AMD ROCm device plugin, Intel GPU plugin.
@@ -22,10 +23,15 @@ def is_native(name: str) -> bool:
 
 
 def is_qualified_name(name: str) -> bool:
-    return bool(_QUALIFIED_NAME.match(name))
+    if len(name) > MAX_QUALIFIED_NAME:
+        return False
+    prefix, slash, rest = name.rpartition("/")
+    if slash and (len(prefix) > 253 or _PREFIX.fullmatch(prefix) is None):
+        return False
+    return len(rest) <= 63 and _NAME.fullmatch(rest) is not None
 
 
-@functools.lru_cache(maxsize=4096)
+@small_key_cache(maxsize=4096, max_key_chars=MAX_QUALIFIED_NAME + 16)
 def is_extended(name: str) -> bool:
     """helper.IsExtendedResourceName: not native, no ``requests.`` prefix, qualified."""
     if is_native(name) or name.startswith("requests."):

@@ -18,11 +18,12 @@ the whole spec would never hit twice for them:
 No rule reads any of that.  What they read of these fields, and so what the key keeps:
 
 * environment variables named ``NVIDIA_*`` or ``CUDA_VERSION`` (``policies.cuda.environment``,
-  ``policies.signals.DEVICE_ENV_NAMES``), whole, and where every entry is (findings point at an
+  ``policies.signals.device_env``), whole, and where every entry is (findings point at an
   entry by its index); the name and value of any other variable are never read;
 * volume names, only to match a mount at ``/dev/shm`` to its volume and to pick a free ``dshm``
   name for a fix; a volume's ``emptyDir`` and ``hostPath``; never a claim name;
-* annotations under ``gpuguard.io/`` (``policies.cuda.resolve``, ``policies.engine``).
+* annotations under ``gpuguard.io/`` (``policies.cuda.resolve``, ``policies.engine``) and CDI
+  annotations and KAI's GPU-share annotations (``policies.signals``).
 
 So the key replaces, in pods, pod templates and bare pod specs (other shapes keep their whole
 spec): an unread variable that is a plain ``{name, value}`` pair by a marker in its place; a
@@ -36,20 +37,29 @@ the template the rules see: equal keys mean equal rule results, which
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from policies.cuda.environment import relevant as cuda_relevant
 from policies.podspec import PodTemplate, is_shm_mount
-from policies.signals import DEVICE_ENV_NAMES
+from policies.signals import KAI_CONTAINER, KAI_FRACTION, KAI_MEMORY, device_env, is_cdi_annotation
 
 # A generated name: apiserver's ``names.SimpleNameGenerator`` appends five characters of
 # ``utilrand.String`` (k8s.io/apimachinery ``pkg/util/rand/rand.go``, ``alphanums``) to the prefix.
-SERVICE_ACCOUNT_VOLUME = re.compile(r"kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}")
+SERVICE_ACCOUNT_VOLUME_PREFIX = "kube-api-access-"
+_GENERATED = frozenset("bcdfghjklmnpqrstvwxz2456789")
+
+
+def is_service_account_volume(name: str) -> bool:
+    """``kube-api-access-`` and five generated characters."""
+    prefix = SERVICE_ACCOUNT_VOLUME_PREFIX
+    return len(name) == len(prefix) + 5 and name.startswith(prefix) and _GENERATED.issuperset(name[len(prefix):])
+
+
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 PROJECTED_SHAPES = frozenset({"object", "template", "podspec"})
 ANNOTATION_DOMAIN = "gpuguard.io/"
+READ_ANNOTATIONS = frozenset({KAI_FRACTION, KAI_MEMORY, KAI_CONTAINER})  # KAI GPU shares (policies.signals)
 
 # Stand-ins for what was replaced.  They cannot be mistaken for user data: a template that holds
 # one of these strings itself is keyed on its whole spec instead.
@@ -66,7 +76,7 @@ class _HoldsStandIn(Exception):
 
 
 def _read_env(name: str) -> bool:
-    return cuda_relevant(name) or name in DEVICE_ENV_NAMES
+    return cuda_relevant(name) or device_env(name) is not None
 
 
 def _env(env: list[Any]) -> list[Any]:
@@ -123,7 +133,7 @@ def _volumes(volumes: list[Any], keep: set[str]) -> tuple[list[Any], set[str]]:
             "projected" in volume
             and isinstance(name, str)
             and name not in keep
-            and SERVICE_ACCOUNT_VOLUME.fullmatch(name)
+            and is_service_account_volume(name)
         ):
             keyed = {**keyed, "name": TOKEN_VOLUME}
             tokens.add(name)
@@ -195,5 +205,6 @@ def annotations_read(annotations: Any) -> Any:
         return annotations
     return {
         k: v for k, v in annotations.items()
-        if not (isinstance(v, str) and isinstance(k, str)) or k.startswith(ANNOTATION_DOMAIN)
+        if not (isinstance(v, str) and isinstance(k, str)) or k.startswith(ANNOTATION_DOMAIN) or k in READ_ANNOTATIONS
+        or is_cdi_annotation(k)
     }

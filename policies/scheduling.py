@@ -10,12 +10,12 @@ k8s.io/component-helpers/scheduling/corev1.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from policies import patterns
 from policies.facts import VOLATILE_LABELS, ClusterFacts, NodeFacts, NodeGroup, RuntimeClassFacts, Taint
 from policies.labeldomain import LabelDomain
 from policies.podresources import extended_resource_names
@@ -25,7 +25,7 @@ from policies.shapes import as_list, as_mapping
 from policies.types import RelPath
 
 SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
-_INT = re.compile(r"[+-]?[0-9]+")
+_INT = patterns.compile(r"[+-]?[0-9]+")
 
 
 def _int64(text: str) -> int | None:

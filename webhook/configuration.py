@@ -13,14 +13,23 @@ Only ``policies`` is imported: the same text can feed other packaging (a Helm ch
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterable, Sequence
 
-from policies.config import Config
+from policies.config import EXEMPT_LABEL, Config
 from policies.dra.objects import CLAIM_RESOURCES, GROUP, SERVED_VERSIONS
 from policies.podspec import KSERVE_COMPONENT_KEYS, Location, WildcardOver, Workload, index_workloads
 from policies.resources import DEFAULT_GPU_PREFIXES
-from policies.signals import DEVICE_ENV_NAMES, HOST_PATH_MARKERS
+from policies.signals import (
+    CDI_ANNOTATION_PREFIX,
+    DEVICE_ENV_NAMES,
+    DEVICE_ENV_PREFIXES,
+    DEVICE_LIST_MOUNT_DIR,
+    HOST_PATH_MARKERS,
+    IMAGE_MARKERS,
+    NRI_CDI_DOMAIN,
+)
 
 SERVICE_NAME = "gpuguard"
 SERVICE_NAMESPACE = "gpuguard"
@@ -133,6 +142,23 @@ def candidate_terms(config: Config) -> tuple[list[tuple[str, list[str]]], list[t
     return list(terms.items()), list(dict.fromkeys(always))
 
 
+def _metadata_terms(config: Config) -> list[str]:
+    """A CEL list of the object's metadata and every pod template's metadata in the kinds of ``rules``."""
+    own = "(has(object.metadata) ? [object.metadata] : [])"
+    terms: list[str] = [own]
+    for workload in workloads(config):
+        for location in workload.locations:
+            if location.shape != "template":
+                continue
+            try:
+                term = _term("object", (*location.pattern, "metadata"), location.wildcard)
+            except GenerationError:
+                continue  # such kinds are sent whole (candidate_terms)
+            if term not in terms:
+                terms.append(term)
+    return [f"    {terms[0]}", *(f"    + {term}" for term in terms[1:])]
+
+
 def resource_keys(config: Config) -> list[str]:
     keys = ["resources"]
     for workload in workloads(config):
@@ -175,18 +201,24 @@ def gpu_expression(config: Config, gpu_name_test: str | None = None) -> str:
         joiner = "  " if i == 0 else "+ "
         lines.append(f"    // {', '.join(kinds)}")
         lines.append(f"    {joiner}{term}")
-    env = " || ".join(f"e.name == '{n}'" for n in DEVICE_ENV_NAMES)
+    env = " || ".join([*(f"e.name == '{n}'" for n in DEVICE_ENV_NAMES),
+                       *(f"e.name.startsWith('{p}')" for p in DEVICE_ENV_PREFIXES)])
+    device_names = _quoted((*DEVICE_ENV_NAMES, *DEVICE_ENV_PREFIXES))
+    prefix_test = " || ".join(f"f.prefix.startsWith('{p}')" for p in DEVICE_ENV_PREFIXES)
     paths = " || ".join(f"v.hostPath.path.contains('{m}')" for m in HOST_PATH_MARKERS)
+    sub_paths = " || ".join(f"m.subPath.contains('{m}')" for m in HOST_PATH_MARKERS)
     singles = " + ".join(f"(has(s.{k}) ? [s.{k}] : [])" for k in ARGO_SINGLE_CONTAINERS)
     lists = " + ".join(f"(has(s.{k}) ? s.{k} : [])" for k in ARGO_CONTAINER_LISTS)
+    mount_dir = posixpath.basename(DEVICE_LIST_MOUNT_DIR)
     lines += [
         "  ).exists(s,",
         "    // Dynamic Resource Allocation claims",
         "    (has(s.resourceClaims) && size(s.resourceClaims) > 0)",
         "    // device nodes mounted from the host (coarse: the webhook checks the normalised path)",
         f"    || (has(s.volumes) && s.volumes.exists(v, has(v.hostPath) && has(v.hostPath.path) && ({paths})))",
-        "    // containers, init containers, the map itself (a component) and KServe model components",
-        "    || ((has(s.containers) ? s.containers : []) + (has(s.initContainers) ? s.initContainers : []) + [s]",
+        "    // containers, init and ephemeral containers, the map itself (a component) and KServe model components",
+        "    || ((has(s.containers) ? s.containers : []) + (has(s.initContainers) ? s.initContainers : [])",
+        "        + (has(s.ephemeralContainers) ? s.ephemeralContainers : []) + [s]",
         f"        + s.filter(k, k in {_quoted(KSERVE_COMPONENT_KEYS)}).map(k, s[k])",
         "        // Argo Workflows templates: their container, script, sidecars and containerSet containers",
         f"        + {singles} + {lists}",
@@ -195,8 +227,24 @@ def gpu_expression(config: Config, gpu_name_test: str | None = None) -> str:
         f"        {_quoted(resource_keys(config))}.exists(r, r in c",
         "          && ['limits', 'requests'].exists(q, q in c[r]",
         f"            && c[r][q].exists(n, {gpu_name_test or _gpu_name_test(config)})))",
-        f"        || (has(c.env) && c.env.exists(e, has(e.name) && ({env}))))",
+        "        // ways to reach devices without requesting them (policies/signals.py): device variables,",
+        "        // envFrom sources that may define one, images that set one, privileged mode, mounts where",
+        "        // the runtime reads device requests or that reach device nodes by subPath",
+        f"        || (has(c.env) && c.env.exists(e, has(e.name) && ({env})))",
+        "        || (has(c.envFrom) && c.envFrom.exists(f, !has(f.prefix)",
+        f"            || {device_names}.exists(n, n.startsWith(f.prefix)) || {prefix_test}))",
+        f"        || (has(c.image) && {_quoted(IMAGE_MARKERS)}.exists(i, c.image.contains(i)))",
+        "        || (has(c.securityContext) && has(c.securityContext.privileged)",
+        "            && c.securityContext.privileged == true)",
+        "        || (has(c.volumeMounts) && c.volumeMounts.exists(m,",
+        f"            (has(m.mountPath) && m.mountPath.contains('{mount_dir}'))",
+        f"            || (has(m.subPath) && ({sub_paths})) || has(m.subPathExpr))))",
         "  )",
+        "  // CDI annotations on the object or a pod template ask the runtime for devices directly",
+        "  || (",
+        *_metadata_terms(config),
+        "  ).exists(m, has(m.annotations) && m.annotations.exists(k,",
+        f"      k.startsWith('{CDI_ANNOTATION_PREFIX}') || k.startsWith('{NRI_CDI_DOMAIN}')))",
         ")",
     ]
     return "\n".join(lines)
@@ -268,19 +316,41 @@ class Layout:
         ]
 
     def namespace_selector(self, config: Config) -> list[str]:
-        if not config.exempt_namespaces:
-            return ["    # No exemptNamespaces in the config: every namespace is checked."]
+        by_name = []
+        if config.exempt_namespaces:
+            by_name = [
+                "        - key: kubernetes.io/metadata.name",
+                "          operator: NotIn",
+                f"          values: [{', '.join(sorted(config.exempt_namespaces))}]",
+            ]
         return [
-            "    # The config's exemptNamespaces are never sent to the webhook.",
+            *exempt_label_lines(),
+            "    # The config's exemptNamespaces are never sent to the webhook either: keep that list to",
+            "    # namespaces no tenant can create (a tenant who creates one of that name is exempt).",
             "    namespaceSelector:",
             "      matchExpressions:",
-            "        - key: kubernetes.io/metadata.name",
-            "          operator: NotIn",
-            f"          values: [{', '.join(sorted(config.exempt_namespaces))}]",
+            *exempt_label_selector(),
+            *by_name,
         ]
 
     def gpu_name_test(self, config: Config) -> str:
         return _gpu_name_test(config)
+
+
+def exempt_label_lines() -> list[str]:
+    return [
+        f"    # Namespaces an administrator labels {EXEMPT_LABEL}=true (GPU infrastructure: GPU Operator,",
+        "    # device plugin, DRA driver) are never sent to the webhook; only those who may update",
+        "    # namespaces can set the label.",
+    ]
+
+
+def exempt_label_selector() -> list[str]:
+    return [
+        f"        - key: {EXEMPT_LABEL}",
+        "          operator: NotIn",
+        '          values: ["true"]',
+    ]
 
 
 def _webhook_configuration(

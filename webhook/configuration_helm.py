@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from policies.config import Config
 from policies.resources import DEFAULT_GPU_PREFIXES
-from webhook.configuration import GenerationError, Layout, render
+from webhook.configuration import GenerationError, Layout, exempt_label_lines, exempt_label_selector, render
 
 CHART_TEMPLATE = "deploy/helm/gpuguard/templates/webhooks.yaml"
 
@@ -63,9 +63,11 @@ class HelmLayout(Layout):
 
     def namespace_selector(self, config: Config) -> list[str]:
         return [
-            "    # config.exemptNamespaces and the release namespace are never sent to the webhook.",
+            *exempt_label_lines(),
+            "    # config.exemptNamespaces and the release namespace are never sent to the webhook either.",
             "    namespaceSelector:",
             "      matchExpressions:",
+            *exempt_label_selector(),
             "        - key: kubernetes.io/metadata.name",
             "          operator: NotIn",
             '          values: {{ include "gpuguard.exemptNamespaces" . }}',

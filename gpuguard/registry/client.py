@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import ssl
 import time
 from collections.abc import Iterable, Mapping
@@ -39,6 +38,7 @@ import httpx
 
 from gpuguard.registry.auth import Challenge, Credential, CredentialStore, parse_challenges
 from gpuguard.registry.reference import ImageRef
+from policies import patterns
 from policies.images import ImageConfig
 from policies.registry_config import RegistrySettings
 
@@ -60,7 +60,7 @@ MAX_REDIRECTS = 5
 MAX_ERROR_BODY = 64 << 10
 MAX_TOKEN_BYTES = 1 << 20
 DEFAULT_TOKEN_SECONDS = 60  # token.md: "If omitted, a default of 60 seconds is used"
-_SHA256 = re.compile(r"^sha256:[a-f0-9]{64}$")
+_SHA256 = patterns.compile(r"^sha256:[a-f0-9]{64}$")
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 

@@ -16,8 +16,9 @@ Source: github.com/distribution/reference at 0965666a (2026-04-18): ``regexp.go`
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from policies import patterns
 
 DEFAULT_DOMAIN = "docker.io"
 LEGACY_DEFAULT_DOMAIN = "index.docker.io"
@@ -40,11 +41,11 @@ _PATH_COMPONENT = _ALPHANUMERIC + r"(?:" + _SEPARATOR + _ALPHANUMERIC + r")*"
 _REMOTE_NAME = _PATH_COMPONENT + r"(?:/" + _PATH_COMPONENT + r")*"
 _NAME = r"(?:" + _DOMAIN_AND_PORT + r"/)?" + _REMOTE_NAME
 
-# Go's \w is ASCII-only; so is Python's with re.ASCII.
-_REFERENCE = re.compile(r"^(" + _NAME + r")(?::(" + _TAG + r"))?(?:@(" + _DIGEST + r"))?$", re.ASCII)
-_ANCHORED_NAME = re.compile(r"^(?:(" + _DOMAIN_AND_PORT + r")/)?(" + _REMOTE_NAME + r")$", re.ASCII)
-_IDENTIFIER = re.compile(r"^[a-f0-9]{64}$")
-_SHA256_DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
+# RE2, as Go's regexp: linear time on any input, and \w is ASCII-only as in Go.
+_REFERENCE = patterns.compile(r"^(" + _NAME + r")(?::(" + _TAG + r"))?(?:@(" + _DIGEST + r"))?$")
+_ANCHORED_NAME = patterns.compile(r"^(?:(" + _DOMAIN_AND_PORT + r")/)?(" + _REMOTE_NAME + r")$")
+_IDENTIFIER = patterns.compile(r"^[a-f0-9]{64}$")
+_SHA256_DIGEST = patterns.compile(r"^sha256:[a-f0-9]{64}$")
 
 
 class ReferenceError(ValueError):

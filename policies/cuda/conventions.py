@@ -26,10 +26,10 @@ Conventions, in the order they are tried:
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 from typing import Literal
 
+from policies import patterns
 from policies.cuda.image import ImageCuda, ImageRef, cuda_from_image, parse_image
 from policies.cuda.tables import tables
 from policies.cuda.versions import format_version, parse_version
@@ -37,14 +37,14 @@ from policies.cuda.versions import format_version, parse_version
 OfflineStatus = Literal["cuda", "no-cuda", "unknown"]
 
 _DOCKER_HUB = ("docker.io", "index.docker.io", "registry-1.docker.io")
-_NGC_TAG = re.compile(r"^(?P<release>\d{2}\.\d{2})(?:-py3)?$")
-_SAMPLE_TAG = re.compile(r"^[a-z0-9][a-z0-9_.]*-cuda(?P<version>\d+\.\d+\.\d+)(?:-[a-z]+\d+(?:\.\d+)?)?$")
-_VLLM_TAG = re.compile(r"^v(?P<version>\d+(?:\.\d+)+(?:\.post\d+)?)$")
-_TF_TAG = re.compile(r"^(?P<version>\d+\.\d+\.\d+)-gpu(?:-jupyter)?$")
-_RAY_CU = re.compile(r"^cu(?P<major>1\d)(?P<minor>\d)$")
-_PADDLE_CUDA = re.compile(r"(?:^|-)cuda(?P<version>\d+\.\d+)(?:-|$)")
-_PADDLE_DEV = re.compile(r"^cuda(?P<major>1\d)(?P<minor>\d)-dev$")
-_DLC_NAME = re.compile(r"^huggingface-[a-z0-9-]+?-cu(?P<major>1\d)(?P<minor>\d)\.\d")
+_NGC_TAG = patterns.compile(r"^(?P<release>\d{2}\.\d{2})(?:-py3)?$")
+_SAMPLE_TAG = patterns.compile(r"^[a-z0-9][a-z0-9_.]*-cuda(?P<version>\d+\.\d+\.\d+)(?:-[a-z]+\d+(?:\.\d+)?)?$")
+_VLLM_TAG = patterns.compile(r"^v(?P<version>\d+(?:\.\d+)+(?:\.post\d+)?)$")
+_TF_TAG = patterns.compile(r"^(?P<version>\d+\.\d+\.\d+)-gpu(?:-jupyter)?$")
+_RAY_CU = patterns.compile(r"^cu(?P<major>1\d)(?P<minor>\d)$")
+_PADDLE_CUDA = patterns.compile(r"(?:^|-)cuda(?P<version>\d+\.\d+)(?:-|$)")
+_PADDLE_DEV = patterns.compile(r"^cuda(?P<major>1\d)(?P<minor>\d)-dev$")
+_DLC_NAME = patterns.compile(r"^huggingface-[a-z0-9-]+?-cu(?P<major>1\d)(?P<minor>\d)\.\d")
 _DLC_TGI_CU124_FROM = (12, 4)
 
 

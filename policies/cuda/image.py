@@ -14,18 +14,24 @@ documented — resolves to nothing: the version is never invented.
 
 from __future__ import annotations
 
-import functools
-import re
 from dataclasses import dataclass
 
+from policies import patterns
+from policies.boundedcache import small_key_cache
 from policies.cuda.knowledge import knowledge
 from policies.cuda.versions import Version, parse_version
 
-_CUDA_TAG = re.compile(
+# The longest valid reference: a 255-character name (distribution/reference reference.go,
+# ``RepositoryNameTotalLengthMax``), ``:`` and a 128-character tag (regexp.go ``[\w][\w.-]{0,127}``),
+# ``@sha512:`` and 128 hex digits.  Longer strings are no image any registry serves; they are
+# judged but not cached.
+MAX_REFERENCE_CHARS = 255 + 1 + 128 + 8 + 128
+
+_CUDA_TAG = patterns.compile(
     r"^(?P<version>\d+\.\d+(?:\.\d+)?)(?:-cudnn\d*)?-(?:base|runtime|devel)(?:-[a-z]+\d+(?:\.\d+)?)?$"
 )
-_NGC_TAG = re.compile(r"^(?P<release>\d{2}\.\d{2})(?:-(?:py3|py2|tf1-py3|tf2-py3))?$")
-_PYTORCH_TAG = re.compile(r"^\d+(?:\.\d+)*(?:[a-z0-9]*)?-cuda(?P<version>\d+\.\d+)-cudnn\d+-(?:runtime|devel)$")
+_NGC_TAG = patterns.compile(r"^(?P<release>\d{2}\.\d{2})(?:-(?:py3|py2|tf1-py3|tf2-py3))?$")
+_PYTORCH_TAG = patterns.compile(r"^\d+(?:\.\d+)*(?:[a-z0-9]*)?-cuda(?P<version>\d+\.\d+)-cudnn\d+-(?:runtime|devel)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +80,7 @@ class ImageCuda:
     datacenter_drivers: tuple[Version, ...] | None = None
 
 
-@functools.lru_cache(maxsize=2048)
+@small_key_cache(maxsize=2048, max_key_chars=MAX_REFERENCE_CHARS)
 def cuda_from_image(reference: str) -> ImageCuda | None:
     ref = parse_image(reference)
     if ref is None or ref.tag is None:

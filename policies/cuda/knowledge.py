@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
 
+from policies import patterns
 from policies.cuda.versions import Version, major_minor, parse_version
 
 DATA_FILES = (
@@ -53,7 +53,7 @@ class Knowledge:
     mvc_floors: dict[int, tuple[Version, bool]]  # family → (floor, branch_only)
     branches: dict[int, Version]  # driver branch → highest native CUDA
     forward: dict[tuple[int, int], tuple[Version, ...]]  # CUDA major.minor → accepted drivers
-    datacenter: tuple[re.Pattern[str], ...]
+    datacenter: tuple[patterns.Pattern, ...]
     ngc: dict[tuple[str, str], NgcRow]
     # The table is immutable; versions asked repeat (one per image), so answers are kept.
     _toolkit_memo: dict[Version, ToolkitRow | None] = field(default_factory=dict, compare=False, repr=False)
@@ -149,7 +149,7 @@ def _load() -> Knowledge:
         )
         for r in _rows("cuda_forward_compat.json")
     }
-    datacenter = tuple(re.compile(str(r["pattern"]), re.IGNORECASE) for r in _rows("datacenter_gpus.json"))
+    datacenter = tuple(patterns.compile("(?i)" + str(r["pattern"])) for r in _rows("datacenter_gpus.json"))
     ngc = {
         (str(r["framework"]), str(r["release"])): NgcRow(
             framework=str(r["framework"]),

@@ -17,11 +17,11 @@ sets itself.  Without either, gpuguard judges by CUDA compatibility alone, as be
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from policies import patterns
 from policies.cuda.conventions import Offline, offline_cuda
 from policies.cuda.environment import PodEnv, final_environment, image_value, pod_env
 from policies.cuda.require import (
@@ -41,7 +41,7 @@ from policies.cuda.versions import Version, format_version, major_minor
 from policies.images import ImageConfig, ImageLookup
 
 NeedStatus = Literal["cuda", "no-cuda", "unknown"]
-_LEADING_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
+_LEADING_VERSION = patterns.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
 
 # shared/reference/cuda-images.md section 1: env dumps of Triton 23.12, PyTorch 23.10 and 20.06.
 NGC_CAVEAT = (

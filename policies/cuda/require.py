@@ -28,9 +28,10 @@ all (NVIDIA/nvidia-container-toolkit commit 6149592b, issue #1470); callers say 
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from policies import patterns
 
 EXPR_MAX = 128  # dsl.c: the buffer an unsatisfied expression is formatted into
 _UINTMAX_MAX = 2**64 - 1
@@ -285,7 +286,7 @@ def parse_bool(text: str) -> bool | None:
     return None
 
 
-_LOOSE_SEMVER = re.compile(
+_LOOSE_SEMVER = patterns.compile(
     r"v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?"
 )
 _PRERELEASE_ALLOWED = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-0123456789"

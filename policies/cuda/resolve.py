@@ -2,7 +2,7 @@
 
 1. the annotation ``gpuguard.io/cuda-version.<container>`` on the pod (template) metadata;
 2. the annotation ``gpuguard.io/cuda-version`` (every container of the pod);
-3. the rule option ``imageRules`` (``[{pattern: <regex>, cudaVersion: "12.4"}]``, first match wins;
+3. the rule option ``imageRules`` (``[{pattern: <RE2 regex>, cudaVersion: "12.4"}]``, first match wins;
    the pattern is searched in the whole image reference, anchor it with ``^`` as needed);
 4. the image reference itself (``policies.cuda.conventions``).
 
@@ -12,11 +12,11 @@ unreadable one is skipped and the next source is tried.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from policies import patterns
 from policies.cuda.conventions import offline_cuda
 from policies.cuda.versions import Version, parse_version
 from policies.shapes import as_list
@@ -26,7 +26,7 @@ ANNOTATION = "gpuguard.io/cuda-version"
 
 @dataclass(frozen=True, slots=True)
 class ImageRule:
-    pattern: re.Pattern[str]
+    pattern: patterns.Pattern
     version: Version
 
 
@@ -50,8 +50,8 @@ def parse_image_rules(raw: Any) -> tuple[tuple[ImageRule, ...], list[str]]:
             problems.append(f"imageRules[{i}].cudaVersion: expected a version such as \"12.4\"")
             continue
         try:
-            pattern = re.compile(str(entry.get("pattern", "")))
-        except re.error as exc:
+            pattern = patterns.compile(str(entry.get("pattern", "")))
+        except patterns.PatternError as exc:
             problems.append(f"imageRules[{i}].pattern: invalid regular expression ({exc})")
             continue
         rules.append(ImageRule(pattern, version))

@@ -13,11 +13,11 @@ for what the API server would reject, with its messages where they are known
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from policies import patterns
 from policies.dra.cel import PreparedDevice, prepare_device
 
 GROUP = "resource.k8s.io"
@@ -25,9 +25,9 @@ GROUP = "resource.k8s.io"
 # them with the shapes it reads (k8s.io/api resource/{v1,v1beta2,v1beta1}, Kubernetes 1.32+).
 CLAIM_RESOURCES = (("ResourceClaim", "resourceclaims"), ("ResourceClaimTemplate", "resourceclaimtemplates"))
 SERVED_VERSIONS = ("v1", "v1beta2", "v1beta1")
-DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+DNS_LABEL = patterns.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+DNS_SUBDOMAIN = patterns.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+C_IDENTIFIER = patterns.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # resource/v1 limits (k8s.io/api resource/v1 types.go)
 MAX_REQUESTS = 32  # DeviceRequestsMaxSize = AllocationResultsMaxSize

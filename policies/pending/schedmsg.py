@@ -24,13 +24,14 @@ pending-gpus.md §1.4.  A reason this module does not know is kept verbatim (``k
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from policies import patterns
+
 # NoNodeAvailableMsg = "0/%v nodes are available" [K-types]
-_HEAD = re.compile(r"^0/(\d+) nodes are available:")
-_ENTRY = re.compile(r"^(\d+) (.+)$", re.DOTALL)
+_HEAD = patterns.compile(r"^0/(\d+) nodes are available:")
+_ENTRY = patterns.compile(r"(?s)^(\d+) (.+)$")
 _PREEMPTION_PREFIX = "preemption: "  # DefaultPreemption.PostFilter [K-dp]
 TRUNCATION_SUFFIX = " ..."  # schedule_one.go truncateMessage [K-s1]
 NOTE_LENGTH_LIMIT = 1024  # pkg/apis/core/validation/events.go NoteLengthLimit [K-val]
@@ -209,7 +210,7 @@ def _insufficient(reason: str) -> ReasonInfo | None:
     )
 
 
-_TAINT = re.compile(r"^node\(s\) had untolerated taint \{(?P<key>[^:{}]*): (?P<value>[^{}]*)\}$")
+_TAINT = patterns.compile(r"^node\(s\) had untolerated taint \{(?P<key>[^:{}]*): (?P<value>[^{}]*)\}$")
 
 
 def _taint(reason: str) -> ReasonInfo | None:

@@ -1,28 +1,42 @@
 """gpu-device-access-bypass: GPU access that goes around the device plugin's allocation.
 
-The device plugin gives a container the GPUs the kubelet allocated to it; three things hand out
-GPUs that nobody allocated, so the scheduler and the kubelet believe they are free:
+The device plugin (or a DRA driver) gives a container the GPUs the kubelet allocated to it; these
+hand out GPUs nobody allocated, so the scheduler and the kubelet believe they are free (sources in
+``policies.signals``):
 
-* ``NVIDIA_VISIBLE_DEVICES`` on a container that requests no GPU: the NVIDIA container runtime
-  exposes the listed devices, ``all`` included, to any container of a node whose default runtime is
-  ``nvidia`` (NVIDIA/k8s-device-plugin README: "If you do not request GPUs when you use the device
-  plugin, the plugin exposes all the GPUs on the machine inside your container"; issue #87).
-  ``void``, ``none`` and the empty string expose no device (NVIDIA Container Toolkit docs,
-  NVIDIA/nvidia-docker#583).  A value taken from ``valueFrom`` is unknown here and is reported.
-  ``NVIDIA_DRIVER_CAPABILITIES`` alone selects no device (it picks driver libraries), so it is not
-  reported.
-* a ``hostPath`` volume of ``/dev/nvidia*`` or ``/dev/dri`` device nodes;
-* a privileged container in a pod that uses GPUs: privileged mode allows every device of the host
-  ("this is by design of the --privileged option of Docker, it whitelists all devices",
-  NVIDIA/nvidia-docker#764), so it sees every GPU of the node, not just the allocated ones.
+* **a device variable in the container's env** — ``NVIDIA_VISIBLE_DEVICES``,
+  ``AMD_VISIBLE_DEVICES`` or ``DOCKER_RESOURCE_*`` set to anything but ``void``, ``none`` or empty,
+  or taken from ``valueFrom``.  On a container *without* GPUs the runtime exposes what it names
+  (``all`` included); on a container *with* GPUs (device plugin or DRA claims) its own value comes
+  after the device plugin's and wins, so ``all`` gets every GPU of the node, not the allocated
+  ones.  ``void`` on a GPU container hides the GPUs it asked for: a warning.
+* **the image's own value** — CUDA base images (and ``pytorch/pytorch``, vLLM, TensorFlow's
+  ``-gpu`` images, NGC) set ``NVIDIA_VISIBLE_DEVICES=all``; a container that requests no GPU gets
+  every GPU of the node it lands on unless it sets ``void``.  An error when cluster facts show GPU
+  nodes it can land on, a warning without facts (or for images where the value is only likely),
+  nothing when no GPU node admits it.  With a registry lookup the image config decides.
+* **``envFrom``** a ConfigMap or Secret whose keys (with the ``prefix``) may define a device
+  variable: gpuguard cannot read them at admission, so a warning (GPU containers, or pods that can
+  land on GPU nodes; info without facts).
+* **a mount under ``/var/run/nvidia-container-devices``**, where the runtime reads device requests
+  from mounts; **CDI annotations** on the pod (``cdi.k8s.io/…``, ``nvidia.cdi.k8s.io…``);
+* **``hostPath`` volumes of device nodes** (``/dev/nvidia*``, ``/dev/dri``), also as a ``subPath`` of
+  a mount of ``/dev`` (a ``subPathExpr`` there is reported too);
+* **privileged containers** get every device node of the host: an error in a pod that uses GPUs,
+  a warning in one that does not but can land on GPU nodes (info without facts).
 
-A container with DRA ``resources.claims`` counts as requesting devices.
+Node configuration that closes a path (rule options): ``envvarWhenUnprivileged: false`` when the
+nodes' NVIDIA Container Toolkit sets ``accept-nvidia-visible-devices-envvar-when-unprivileged =
+false`` (the NVIDIA variable then counts only in privileged or ``SYS_ADMIN`` containers), and
+``nvidiaDefaultRuntime: false`` when the NVIDIA runtime is not the nodes' default runtime (GPU
+Operator v25.10 and later with CDI): the NVIDIA variable then counts only in pods whose
+``runtimeClassName`` runs it.
 
-GPU infrastructure is not a bypass: a pod that mounts a kubelet directory only node agents use
-(``/var/lib/kubelet/device-plugins``, ``plugins_registry`` or ``pod-resources``; see
-``policies.signals``) is a device plugin, a DRA driver or a GPU monitor such as DCGM exporter,
-which see every GPU by design.  Its findings are kept as **info**, wherever it runs, so the
-webhook never blocks an operator install or upgrade.
+GPU infrastructure (the GPU Operator's operands, device plugins, DRA drivers, DCGM exporter) sees
+every GPU by design.  In the namespaces of the option ``infrastructureNamespaces`` every finding is
+kept as **info**.  An object that names no namespace (a chart's manifests) is infrastructure when
+it mounts kubelet directories only node agents use (device-plugins, plugins_registry,
+pod-resources); anywhere else, such a mount is no exemption a tenant could claim.
 
 Failing::
 
@@ -44,27 +58,46 @@ Passing::
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator, Mapping
+from typing import Any
 
 from policies.applicability import Applies, Profile
+from policies.dra.objects import dns_label_ok
+from policies.images import lookup_archs
 from policies.podspec import ContainerRef
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import uses_gpu
 from policies.shapes import as_dict, as_list, text
-from policies.signals import DEVICE_ENV_NAMES, NO_DEVICE_VALUES, infrastructure_dir, is_device_host_path
+from policies.signals import (
+    NVIDIA_DEVICE_ENV,
+    Vendor,
+    cdi_annotation_grants,
+    device_env,
+    env_from_may_set,
+    exposes_devices,
+    holds_device_nodes,
+    image_default,
+    infrastructure_dir,
+    is_cdi_annotation,
+    is_device_host_path,
+    is_device_list_mount,
+    is_infrastructure_image,
+    kai_share_container,
+    mounted_device_path,
+)
 from policies.types import Severity, Violation
 
 ID = "gpu-device-access-bypass"
 DEFAULT_SEVERITY = Severity.ERROR
-NEEDS_FACTS: NeedsFacts = "no"
+NEEDS_FACTS: NeedsFacts = "partly"
 NEEDS_SCHEDULING: bool = False
 
 
 def _applies(profile: Profile) -> bool:
-    """Every finding below is an env entry named in DEVICE_ENV_NAMES, a device hostPath volume or a
-    privileged container."""
+    """Every finding below comes from a device variable, an envFrom source, an image, a mount, a
+    CDI annotation, a device hostPath or a privileged container (policies.applicability)."""
     t = profile.template
-    return t.device_env or t.device_host_path or t.privileged
+    return t.device_access
 
 
 APPLIES: Applies = _applies
@@ -72,51 +105,333 @@ FIXABLE = False
 MUTATION_SAFE = False
 SUMMARY = "A container gets GPU access that bypasses the device plugin's allocation."
 REMEDIATION = (
-    "Request GPUs through resources.limits (or DRA claims); remove NVIDIA_VISIBLE_DEVICES from containers "
-    "without GPUs (or set it to void), hostPath volumes of /dev/nvidia* and /dev/dri, and privileged mode from "
-    "GPU pods."
+    "Request GPUs through resources.limits (or DRA claims); do not set NVIDIA_VISIBLE_DEVICES (or AMD_VISIBLE_DEVICES) "
+    "yourself, set it to void in containers without GPUs whose image enables all GPUs, and remove device hostPaths, "
+    "CDI annotations and privileged mode."
 )
-OPTIONS: tuple[Option, ...] = ()
+DEFAULT_INFRASTRUCTURE_NAMESPACES = (
+    "gpu-operator", "nvidia-gpu-operator", "nvidia-device-plugin", "nvidia-dra-driver-gpu"
+)
 
+
+def _names(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        return ["expected a list of namespace names"]
+    return []
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("envvarWhenUnprivileged", (bool,), True,
+           "The nodes' NVIDIA Container Toolkit honours NVIDIA_VISIBLE_DEVICES in unprivileged containers "
+           "(accept-nvidia-visible-devices-envvar-when-unprivileged, true by default); false: only privileged "
+           "and SYS_ADMIN containers are judged on it."),
+    Option("nvidiaDefaultRuntime", (bool,), True,
+           "The NVIDIA runtime is the nodes' default runtime (the toolkit installer's default); false (GPU Operator "
+           "v25.10+ with CDI): NVIDIA_VISIBLE_DEVICES counts only in pods whose runtimeClassName runs it."),
+    Option("infrastructureNamespaces", (list,), list(DEFAULT_INFRASTRUCTURE_NAMESPACES),
+           "Namespaces where GPU infrastructure (pods that mount kubelet device-plugin, plugin-registry or "
+           "pod-resources directories) is reported as info. Trusted by name: leave it empty where tenants "
+           "may create namespaces, and exempt infrastructure by namespace label instead.", check=_names),
+)
+
+
+def check(ctx: RuleContext) -> Iterator[Violation]:
+    infrastructure = _infrastructure(ctx)
+    for v in _violations(ctx):
+        if infrastructure is None:
+            yield v
+        else:
+            yield dataclasses.replace(v, message=f"{v.message} ({infrastructure})", severity=Severity.INFO)
+
+
+def _infrastructure(ctx: RuleContext) -> str | None:
+    """Why the pod is GPU infrastructure, which sees every GPU by design; None when it is not.
+
+    A namespace that is no DNS label (``FILLED BY THE OPERATOR`` in the GPU Operator's assets) is a
+    placeholder, so as unknown as none; the API server never sends one."""
+    namespace = as_dict(ctx.obj.get("metadata")).get("namespace")
+    if isinstance(namespace, str) and dns_label_ok(namespace):
+        if namespace in ctx.options["infrastructureNamespaces"]:
+            return f"namespace {namespace!r} holds GPU infrastructure, which sees every GPU by design"
+        return None
+    if ctx.pod.shape == "component":
+        return None
+    for vol in as_list(ctx.pod.spec.get("volumes")):
+        path = as_dict(as_dict(vol).get("hostPath")).get("path")
+        if isinstance(path, str) and (directory := infrastructure_dir(path)) is not None:
+            return f"the pod mounts {directory}: GPU infrastructure, which sees every GPU by design"
+    images = [c.container.get("image") for c in ctx.pod.containers]
+    if images and all(is_infrastructure_image(i) for i in images):
+        return "its images are NVIDIA's GPU infrastructure, which sees every GPU by design"
+    return None
+
+
+class _Reach:
+    """Whether the pod can land on a node with GPUs, computed once: True, False or None (unknown:
+    no facts, or a component whose pod an operator builds)."""
+
+    def __init__(self, ctx: RuleContext) -> None:
+        self.ctx = ctx
+        self._value: bool | str | None = "unset"
+
+    def get(self) -> bool | None:
+        if self._value == "unset":
+            self._value = _gpu_nodes_reachable(self.ctx)
+        return self._value  # type: ignore[return-value]
+
+    def grade(self, certain: Severity, uncertain: Severity) -> Severity | None:
+        """``certain`` when GPU nodes admit the pod, ``uncertain`` when unknown, None when none do."""
+        reach = self.get()
+        return None if reach is False else certain if reach else uncertain
+
+
+def _gpu_nodes_reachable(ctx: RuleContext) -> bool | None:
+    if not ctx.has_facts or not ctx.pod.scheduling_known:
+        return None
+    for verdict in ctx.verdicts():
+        rep = verdict.group.representative
+        if not (verdict.selector_ok and verdict.taints_ok and verdict.schedulable):
+            continue
+        if rep.may_offer or rep.dra_served or any(ctx.is_gpu(n) and q > 0 for n, q in rep.allocatable.items()):
+            return True
+    return False
+
+
+def _runtime_runs_nvidia(ctx: RuleContext) -> bool:
+    """Whether the NVIDIA runtime runs this pod's containers (options and runtimeClassName)."""
+    if ctx.options["nvidiaDefaultRuntime"]:
+        return True
+    name = ctx.pod.spec.get("runtimeClassName")
+    if not isinstance(name, str):
+        return False
+    rc = ctx.facts.runtime_classes.get(name)
+    handler = rc.handler if rc is not None else name
+    return handler.startswith("nvidia")
+
+
+def _privileged(c: ContainerRef) -> bool:
+    security = as_dict(c.container.get("securityContext"))
+    if security.get("privileged") is True:
+        return True
+    adds = as_list(as_dict(security.get("capabilities")).get("add"))
+    return any(isinstance(a, str) and a.upper().removeprefix("CAP_") == "SYS_ADMIN" for a in adds)
+
+
+def _honoured(ctx: RuleContext, c: ContainerRef, vendor: Vendor) -> bool:
+    """Whether the runtime acts on a device variable of ``vendor`` in this container."""
+    if vendor != "nvidia":
+        return True  # the AMD runtime has no such switches (policies.signals)
+    if not _runtime_runs_nvidia(ctx):
+        return False
+    return bool(ctx.options["envvarWhenUnprivileged"]) or _privileged(c)
 
 
 def _requests_devices(ctx: RuleContext, c: ContainerRef) -> bool:
-    return uses_gpu(ctx, c) or bool(c.resources.get("claims"))
+    return uses_gpu(ctx, c) or bool(as_list(c.resources.get("claims")))
 
 
-def _env_violations(ctx: RuleContext, c: ContainerRef) -> Iterator[Violation]:
-    env = c.container.get("env")
-    if not isinstance(env, list) or _requests_devices(ctx, c):
-        return
+def _violations(ctx: RuleContext) -> Iterator[Violation]:
+    reach = _Reach(ctx)
+    shared = kai_share_container(ctx.pod.spec, ctx.pod.annotations) if ctx.pod.shape != "component" else None
+    for c in ctx.pod.containers:
+        share = shared is not None and c.name == shared and c.kind != "ephemeralContainer"
+        with_gpus = share or _requests_devices(ctx, c)
+        set_by_env = yield from _env_violations(ctx, c, with_gpus, share)
+        if NVIDIA_DEVICE_ENV not in set_by_env:
+            yield from _env_from_violations(ctx, c, with_gpus, reach)
+            if not with_gpus:
+                yield from _image_violations(ctx, c, reach)
+        yield from _mount_violations(ctx, c)
+    yield from _annotation_violations(ctx)
+    yield from _volume_violations(ctx)
+    yield from _privileged_violations(ctx, reach, shared is not None)
+
+
+def _env_violations(
+    ctx: RuleContext, c: ContainerRef, with_gpus: bool, share: bool = False
+) -> Generator[Violation, None, frozenset[str]]:
+    """Findings on device variables of ``env``; returns the device variables the env sets (the last
+    entry of a name is the one the kubelet keeps, and env overrides envFrom and the image).  A KAI
+    GPU share's container takes NVIDIA_VISIBLE_DEVICES from the ConfigMap KAI fills: that is its
+    allocation (policies.signals)."""
+    last: dict[str, int] = {}
+    env = as_list(c.container.get("env"))
     for i, var in enumerate(env):
-        if not isinstance(var, dict) or var.get("name") not in DEVICE_ENV_NAMES:
+        if isinstance(var, dict) and device_env(var.get("name")) is not None:
+            last[var["name"]] = i
+    for name, i in last.items():
+        vendor = device_env(name)
+        assert vendor is not None
+        if not _honoured(ctx, c, vendor):
             continue
-        name = var["name"]
+        var = env[i]
         value = var.get("value")
+        path = (*c.path, "env", i)
         if "valueFrom" in var and value is None:
-            shown = "a value from valueFrom"
-        else:
-            text = "" if value is None else str(value)
-            if name == "NVIDIA_VISIBLE_DEVICES" and text.strip().lower() in NO_DEVICE_VALUES:
+            from_config_map = isinstance(as_dict(var["valueFrom"]).get("configMapKeyRef"), dict)
+            if share and name == NVIDIA_DEVICE_ENV and from_config_map:
                 continue
-            shown = repr(text)
-        yield Violation(
-            message=(
-                f"container {c.name!r} requests no GPU but sets {name} to {shown}; the NVIDIA runtime then exposes "
-                f"GPUs that the device plugin did not allocate: request nvidia.com/gpu in resources.limits or "
-                f"remove {name}"
-            ),
-            path=(*c.path, "env", i),
-        )
+            shown = "a value from valueFrom, which gpuguard cannot see"
+        else:
+            shown = repr(text("" if value is None else str(value), 60))
+            if not exposes_devices("" if value is None else str(value)):
+                if with_gpus and name == NVIDIA_DEVICE_ENV:
+                    yield Violation(
+                        message=(
+                            f"container {c.name!r} requests GPUs but sets {name} to {shown}, which hides them: "
+                            f"remove {name} and let the device plugin set it"
+                        ),
+                        path=path,
+                        severity=Severity.WARNING,
+                    )
+                continue
+        if with_gpus:
+            message = (
+                f"container {c.name!r} sets {name} to {shown}; its own value comes after the device plugin's and wins, "
+                "so it gets the GPUs it names, not the ones allocated to it: remove it"
+            )
+        else:
+            message = (
+                f"container {c.name!r} requests no GPU but sets {name} to {shown}; the runtime then exposes "
+                f"GPUs that the device plugin did not allocate: request GPUs in resources.limits or remove {name}"
+            )
+        yield Violation(message=message, path=path)
+    return frozenset(last)
+
+
+def _env_from_violations(ctx: RuleContext, c: ContainerRef, with_gpus: bool, reach: _Reach) -> Iterator[Violation]:
+    for i, source in enumerate(as_list(c.container.get("envFrom"))):
+        if not isinstance(source, dict):
+            continue
+        prefix = source.get("prefix")
+        if not env_from_may_set(prefix):
+            continue
+        for kind, ref in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+            if not isinstance(source.get(ref), dict):
+                continue
+            if not with_gpus and not _honoured(ctx, c, "nvidia"):
+                continue
+            severity = Severity.WARNING if with_gpus else reach.grade(Severity.WARNING, Severity.INFO)
+            if severity is None:
+                continue
+            name = text(as_dict(source[ref]).get("name"), 63)
+            keyed = f" with prefix {text(prefix, 40)!r}" if isinstance(prefix, str) and prefix else ""
+            yield Violation(
+                message=(
+                    f"container {c.name!r} takes its environment from {kind} {name!r}{keyed}, which may set "
+                    f"{NVIDIA_DEVICE_ENV} (gpuguard cannot read it); a value there would expose GPUs the device "
+                    f"plugin did not allocate: set {NVIDIA_DEVICE_ENV} in env"
+                    + ("" if with_gpus else " to void")
+                    + " so that the source cannot override it"
+                ),
+                path=(*c.path, "envFrom", i),
+                severity=severity,
+            )
+
+
+def _image_violations(ctx: RuleContext, c: ContainerRef, reach: _Reach) -> Iterator[Violation]:
+    if not _honoured(ctx, c, "nvidia"):
+        return
+    image = c.container.get("image")
+    value, source, certain = _image_value(ctx, image)
+    if value is None or not exposes_devices(value):
+        return
+    severity = reach.grade(Severity.ERROR if certain else Severity.WARNING, Severity.WARNING)
+    if severity is None:
+        return
+    where = "" if reach.get() is None else " on the GPU nodes it can land on"
+    yield Violation(
+        message=(
+            f"container {c.name!r} requests no GPU, but its image sets {NVIDIA_DEVICE_ENV}={text(value, 40)} "
+            f"({source}), so it gets every GPU of the node{where}: set {NVIDIA_DEVICE_ENV} to void in its env"
+        ),
+        path=(*c.path, "image"),
+        severity=severity,
+    )
+
+
+def _image_value(ctx: RuleContext, image: Any) -> tuple[str | None, str, bool]:
+    """The image's NVIDIA_VISIBLE_DEVICES: (value or None, where that is known from, certain)."""
+    if not isinstance(image, str):
+        return None, "", False
+    archs = lookup_archs(ctx.facts)
+    for arch in archs:
+        found = ctx.images.lookup(image, arch)
+        if found is not None and found.config is not None:
+            env: Mapping[str, str] = dict(found.config.env)
+            if NVIDIA_DEVICE_ENV in env:
+                return env[NVIDIA_DEVICE_ENV], f"image config, {found.config.source or 'registry'}", True
+            if "CUDA_VERSION" in env and "NVIDIA_REQUIRE_CUDA" not in env:
+                # A legacy CUDA image: the runtime defaults the variable to all (cuda_image.go IsLegacy).
+                return "all", "a legacy CUDA image without NVIDIA_REQUIRE_CUDA, which the runtime treats as all", True
+            return None, "", True
+    known = image_default(image)
+    if known is None:
+        return None, "", False
+    return "all", known.source, known.certain
+
+
+def _mount_violations(ctx: RuleContext, c: ContainerRef) -> Iterator[Violation]:
+    volumes = {
+        v.get("name"): as_dict(v.get("hostPath")).get("path")
+        for v in as_list(ctx.pod.spec.get("volumes"))
+        if isinstance(v, dict) and isinstance(v.get("name"), str)
+    }
+    for i, mount in enumerate(as_list(c.container.get("volumeMounts"))):
+        if not isinstance(mount, dict):
+            continue
+        path = (*c.path, "volumeMounts", i)
+        if is_device_list_mount(mount.get("mountPath")):
+            yield Violation(
+                message=(
+                    f"container {c.name!r} mounts a volume at {text(mount.get('mountPath'))}, where the NVIDIA runtime "
+                    "reads device requests from mounts: remove it and request GPUs in resources.limits"
+                ),
+                path=(*path, "mountPath"),
+            )
+            continue
+        name = mount.get("name")
+        host = volumes.get(name) if isinstance(name, str) else None
+        if not isinstance(host, str):
+            continue
+        device = mounted_device_path(host, mount.get("subPath"))
+        if device is not None:
+            yield Violation(
+                message=(
+                    f"container {c.name!r} mounts the host's {text(device)} (hostPath {text(host)} with subPath "
+                    f"{text(mount.get('subPath'))}), bypassing the device plugin: request GPUs in resources.limits"
+                ),
+                path=(*path, "subPath"),
+            )
+        elif mount.get("subPathExpr") and holds_device_nodes(host):
+            yield Violation(
+                message=(
+                    f"container {c.name!r} mounts the host's {text(host)} with a subPathExpr, which may reach GPU "
+                    "device nodes chosen at run time: use a fixed subPath or request GPUs in resources.limits"
+                ),
+                path=(*path, "subPathExpr"),
+            )
+
+
+def _annotation_violations(ctx: RuleContext) -> Iterator[Violation]:
+    if ctx.pod.shape == "component":
+        return
+    for key, value in as_dict(ctx.pod.metadata.get("annotations")).items():
+        if is_cdi_annotation(key) and cdi_annotation_grants(key, value):
+            yield Violation(
+                message=(
+                    f"the pod annotation {text(key, 80)!r} asks the container runtime to inject CDI devices, which "
+                    "the device plugin did not allocate: remove it and request GPUs in resources.limits"
+                ),
+                path=("annotations", key),
+                anchor="metadata",
+            )
 
 
 def _volume_violations(ctx: RuleContext) -> Iterator[Violation]:
     if ctx.pod.shape == "component":
         return
-    volumes = ctx.pod.spec.get("volumes")
-    if not isinstance(volumes, list):
-        return
-    for i, vol in enumerate(volumes):
+    for i, vol in enumerate(as_list(ctx.pod.spec.get("volumes"))):
         host = vol.get("hostPath") if isinstance(vol, dict) else None
         if not isinstance(host, dict) or not isinstance(host.get("path"), str):
             continue
@@ -131,40 +446,31 @@ def _volume_violations(ctx: RuleContext) -> Iterator[Violation]:
             )
 
 
-def _infrastructure(ctx: RuleContext) -> str | None:
-    """The kubelet infrastructure directory the pod mounts, if it is GPU infrastructure."""
-    if ctx.pod.shape == "component":
-        return None
-    for vol in as_list(ctx.pod.spec.get("volumes")):
-        path = as_dict(as_dict(vol).get("hostPath")).get("path")
-        if isinstance(path, str) and (directory := infrastructure_dir(path)) is not None:
-            return directory
-    return None
-
-
-def check(ctx: RuleContext) -> Iterator[Violation]:
-    infrastructure = _infrastructure(ctx)
-    for v in _violations(ctx):
-        if infrastructure is None:
-            yield v
-        else:
-            note = f" (the pod mounts {infrastructure}: GPU infrastructure, which sees every GPU by design)"
-            yield dataclasses.replace(v, message=v.message + note, severity=Severity.INFO)
-
-
-def _violations(ctx: RuleContext) -> Iterator[Violation]:
-    for c in ctx.pod.containers:
-        yield from _env_violations(ctx, c)
-    yield from _volume_violations(ctx)
-    if not ctx.gpu_requests():
-        return
+def _privileged_violations(ctx: RuleContext, reach: _Reach, shared: bool) -> Iterator[Violation]:
+    uses_gpus = shared or bool(ctx.gpu_requests()) or any(_requests_devices(ctx, c) for c in ctx.pod.containers)
     for c in ctx.pod.containers:
         security = c.container.get("securityContext")
-        if isinstance(security, dict) and security.get("privileged") is True:
+        if not (isinstance(security, dict) and security.get("privileged") is True):
+            continue
+        path = (*c.path, "securityContext", "privileged")
+        if uses_gpus:
             yield Violation(
                 message=(
                     f"container {c.name!r} is privileged in a pod that uses GPUs; privileged containers see every "
                     f"GPU of the node, not only the allocated ones: remove securityContext.privileged"
                 ),
-                path=(*c.path, "securityContext", "privileged"),
+                path=path,
             )
+            continue
+        severity = reach.grade(Severity.WARNING, Severity.INFO)
+        if severity is None:
+            continue
+        where = "the GPU nodes it can land on" if reach.get() else "a GPU node, if it lands on one"
+        yield Violation(
+            message=(
+                f"container {c.name!r} is privileged, so it sees every GPU of {where}, although it requests none: "
+                "keep it off GPU nodes (a nodeSelector or taint) or drop privileged mode"
+            ),
+            path=path,
+            severity=severity,
+        )

@@ -208,13 +208,19 @@ def test_webhook_settings(kind: str, webhook: dict[str, Any]) -> None:
     if kind == "MutatingWebhookConfiguration":
         assert webhook["failurePolicy"] == "Ignore"
         assert webhook["reinvocationPolicy"] == "IfNeeded"
-    (expr,) = webhook["namespaceSelector"]["matchExpressions"]
+    label, expr = webhook["namespaceSelector"]["matchExpressions"]
+    # Namespaces an administrator labels gpuguard.io/exempt=true never reach the webhook.
+    assert label == {"key": "gpuguard.io/exempt", "operator": "NotIn", "values": ["true"]}
     assert expr["key"] == "kubernetes.io/metadata.name"
     assert expr["operator"] == "NotIn"
-    assert {"kube-system", service["metadata"]["namespace"]} <= set(expr["values"])
-    # GPU infrastructure never reaches the webhook: the same namespaces the shipped config exempts.
+    # By name, only namespaces no tenant can create: the system's and gpuguard's own.
+    assert set(expr["values"]) == {"kube-system", service["metadata"]["namespace"]}
     config_map = one("ConfigMap")["data"][".gpuguard.yaml"]
-    assert set(expr["values"]) == set(load_config(yaml.safe_load(config_map)).exempt_namespaces)
+    policy = load_config(yaml.safe_load(config_map))
+    assert set(expr["values"]) == set(policy.exempt_namespaces)
+    # The shipped policy trusts no namespace by name and lets no annotation skip the allocation guard.
+    assert policy.settings("gpu-device-access-bypass").options["infrastructureNamespaces"] == []
+    assert policy.ignore_annotation is False and not policy.ignore_rules
     assert len(webhook["matchConditions"]) <= 64
 
 
@@ -245,7 +251,7 @@ GPU = {"limits": {"nvidia.com/gpu": "1"}}
 
 
 def container(name: str = "main", resources: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    c: dict[str, Any] = {"name": name, "image": "nvcr.io/nvidia/pytorch:24.05-py3", **extra}
+    c: dict[str, Any] = {"name": name, "image": "registry.example.com/ml/trainer:1.0", **extra}
     if resources is not None:
         c["resources"] = copy.deepcopy(dict(resources))
     return c

@@ -20,7 +20,7 @@ EXPECTED = {
         "gpu-shared-memory",
         "gpu-cuda-driver-mismatch",
     },
-    "notebook-typo.yaml": {"gpu-resource-unknown", "gpu-whole-number"},
+    "notebook-typo.yaml": {"gpu-resource-unknown", "gpu-whole-number", "gpu-device-access-bypass"},
     "helm-rendered.yaml": {"gpu-limit-missing", "gpu-memory-limit-missing", "gpu-cuda-driver-mismatch"},
     "inference-vllm.yaml": set(),
 }

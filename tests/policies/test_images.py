@@ -53,10 +53,23 @@ def _gpu(name: str, image: Any, gpus: int = 1, **extra: Any) -> dict[str, Any]:
 def test_images_in_lists_the_gpu_containers_the_rule_judges() -> None:
     obj = _deployment(_gpu("a", "nvidia/cuda:12.4.1-base-ubuntu22.04"), {"name": "sidecar", "image": "busybox"},
                       _gpu("zero", "ubuntu", gpus=0), _gpu("b", "example.com/app:1"), _gpu("noimage", None))
-    assert images_in(obj) == (
+    assert images_in(obj, rules=[RULE]) == (
         ImageUse("nvidia/cuda:12.4.1-base-ubuntu22.04", "/spec/template/spec/containers/0/image", "a"),
         ImageUse("example.com/app:1", "/spec/template/spec/containers/3/image", "b"),
     )
+
+
+def test_images_in_also_lists_containers_without_devices_that_keep_their_images_variables() -> None:
+    """gpu-device-access-bypass reads the NVIDIA_VISIBLE_DEVICES of images of containers without GPUs
+    that do not set it themselves; in document order, each container once."""
+    void = {"name": "opted-out", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04",
+            "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]}
+    obj = _deployment(_gpu("a", "nvidia/cuda:12.4.1-base-ubuntu22.04"), {"name": "sidecar", "image": "busybox"},
+                      _gpu("zero", "ubuntu", gpus=0), void)
+    assert [(u.image, u.container) for u in images_in(obj)] == [
+        ("nvidia/cuda:12.4.1-base-ubuntu22.04", "a"), ("busybox", "sidecar"), ("ubuntu", "zero"),
+    ]
+    assert [u.container for u in images_in(obj, rules=["gpu-device-access-bypass"])] == ["sidecar", "zero"]
 
 
 def test_images_in_skips_what_the_engine_skips() -> None:
@@ -65,6 +78,10 @@ def test_images_in_skips_what_the_engine_skips() -> None:
     assert images_in(obj, load_config({"rules": {RULE: {"severity": "off"}}})) == ()
     ignored = _deployment(_gpu("a", "example.com/app:1"), annotations={"gpuguard.io/ignore": RULE})
     assert images_in(ignored) == ()
+    # "all" does not skip gpu-device-access-bypass, which still reads the sidecar's image
+    everything = _deployment(_gpu("a", "example.com/app:1"), {"name": "s", "image": "busybox"},
+                             annotations={"gpuguard.io/ignore": "all"})
+    assert [u.container for u in images_in(everything)] == ["s"]
     assert images_in({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}) == ()
 
 

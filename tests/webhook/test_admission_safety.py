@@ -205,16 +205,20 @@ def test_allow_ignore_annotation(example_facts: ClusterFacts, setting: Any, hono
     assert any(w.startswith(expected) for w in verdict.warnings)
 
 
-def test_gpu_infrastructure_namespaces_are_exempt_by_default(example_facts: ClusterFacts) -> None:
-    for namespace in ("gpu-operator", "nvidia-gpu-operator", "nvidia-device-plugin", "nvidia-dra-driver-gpu",
-                      "kube-system", "gpuguard"):
+def test_only_namespaces_no_tenant_can_create_are_exempt_by_name(example_facts: ClusterFacts) -> None:
+    for namespace in ("kube-system", "gpuguard"):
         pod = bad_pod()
         pod["metadata"]["namespace"] = namespace
         assert decide(review("CREATE", pod), example_facts).allowed, namespace
+    # A tenant-created namespace named like GPU infrastructure is judged like any other.
+    for namespace in ("gpu-operator", "nvidia-gpu-operator", "nvidia-device-plugin", "nvidia-dra-driver-gpu"):
+        pod = bad_pod()
+        pod["metadata"]["namespace"] = namespace
+        assert not decide(review("CREATE", pod), example_facts).allowed, namespace
     # A config that lists its own namespaces replaces the default.
     pod = bad_pod()
-    pod["metadata"]["namespace"] = "gpu-operator"
-    assert not decide(review("CREATE", pod), example_facts, load_config({"exemptNamespaces": ["x"]})).allowed
+    pod["metadata"]["namespace"] = "x"
+    assert decide(review("CREATE", pod), example_facts, load_config({"exemptNamespaces": ["x"]})).allowed
 
 
 def test_a_pod_bound_to_a_node_is_judged_against_that_node(example_facts: ClusterFacts) -> None:

@@ -16,13 +16,11 @@ evaluable=False with parity uncertain, never as an error.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-import re2
-
+from policies import patterns
+from policies.boundedcache import WeightedLRU
 from policies.dra.cel import types as t
 from policies.dra.cel.quantity import Quantity, from_int, is_quantity, quantity_value
 from policies.dra.cel.semver import Semver, is_semver, semver_value
@@ -169,7 +167,7 @@ def _to_int(value: object) -> int:
             raise CelEvalError("integer overflow")
         return int(value)
     if isinstance(value, str):
-        if not re.fullmatch(r"[+-]?[0-9]+", value):
+        if not _SIGNED.fullmatch(value):
             raise CelEvalError(f'strconv.ParseInt: parsing "{value}": invalid syntax')
         parsed = int(value)
         if not -(2**63) <= parsed < 2**63:
@@ -192,7 +190,7 @@ def _to_uint(value: object) -> Uint:
             raise CelEvalError("unsigned integer overflow")
         return Uint(int(value))
     if isinstance(value, str):
-        if not re.fullmatch(r"[+]?[0-9]+", value):
+        if not _UNSIGNED.fullmatch(value):
             raise CelEvalError(f'strconv.ParseUint: parsing "{value}": invalid syntax')
         parsed = int(value)
         if parsed >= 2**64:
@@ -257,23 +255,22 @@ def _size(value: object) -> int:
     raise no_such_overload()
 
 
-_regex_cache: dict[str, Any] = {}
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False  # RE2 would otherwise print every bad pattern to stderr
+_SIGNED = patterns.compile(r"[+-]?[0-9]+")
+_UNSIGNED = patterns.compile(r"[+]?[0-9]+")
+# Compiled patterns of selectors' matches()/find() calls, weighed by their length: RE2 programs
+# grow with the pattern, and selectors may be 10 KiB each.
+_regex_cache: WeightedLRU[str, patterns.Pattern] = WeightedLRU(budget=512 * 1024)
 
 
-def compile_regex(pattern: str) -> Any:
+def compile_regex(pattern: str) -> patterns.Pattern:
     """RE2, the engine (and syntax) Go's regexp and cel-go use."""
     cached = _regex_cache.get(pattern)
     if cached is None:
         try:
-            cached = re2.compile(pattern, _RE2_OPTIONS)
-        except re2.error as exc:
-            reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-            raise CelEvalError(f"error parsing regexp: {reason}") from None
-        if len(_regex_cache) > 512:
-            _regex_cache.clear()
-        _regex_cache[pattern] = cached
+            cached = patterns.compile(pattern)
+        except patterns.PatternError as exc:
+            raise CelEvalError(f"error parsing regexp: {exc}") from None
+        _regex_cache.put(pattern, cached, len(pattern) + 64)
     return cached
 
 

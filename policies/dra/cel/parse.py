@@ -15,13 +15,13 @@ CEL.g4 has, so counting them gives the same depth.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import lark
 
+from policies import patterns
 from policies.dra.cel import ast
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ UINT64_MAX = 2**64 - 1
 # Syntax cel-go accepts but cel-python's grammar does not: optional field selection and index
 # (x.?y, x[?k], {?k: v}, [?e]), backquoted field names (a.`b-c`) and trailing commas.  A
 # syntax error near one of these is not a verdict, only an unknown.
-_GRAMMAR_GAPS = re.compile(r"\.\s*\?|\[\s*\?|\{\s*\?|,\s*\?|`|,\s*[\]\)\}]")
+_GRAMMAR_GAPS = patterns.compile(r"\.\s*\?|\[\s*\?|\{\s*\?|,\s*\?|`|,\s*[\]\)\}]")
 
 QUANTIFIERS = frozenset({"all", "exists", "exists_one"})
 TWO_VARIABLE_MACROS = frozenset(

@@ -18,9 +18,9 @@ Values are kept as (mantissa, exponent) pairs and never expanded beyond a bound,
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
+from policies import patterns
 from policies.dra.cel.values import CelEvalError, Unsupported
 
 _SPLIT_RE = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
@@ -34,7 +34,8 @@ _DIGITS = frozenset("0123456789")
 _SUFFIX_CHARS = frozenset("eEinumkKMGTP")
 _DECIMAL_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _BINARY_SI = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DEC_NUMBER = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?")
+_INTEGER = patterns.compile(r"[+-]?[0-9]+")
+_DEC_NUMBER = patterns.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?")
 
 
 class QuantityError(ValueError):
@@ -233,7 +234,7 @@ def _interpret(suffix: str) -> tuple[int, int, str] | None:
         return 2, _BINARY_SI[suffix], "BinarySI"
     if len(suffix) > 1 and suffix[0] in "eE":
         rest = suffix[1:]
-        if not re.fullmatch(r"[+-]?[0-9]+", rest):
+        if not _INTEGER.fullmatch(rest):
             return None
         parsed = int(rest)
         if not _in_int64(parsed):

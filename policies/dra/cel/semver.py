@@ -12,9 +12,9 @@ The DRA scheduler parses ``version`` attributes with the same strict ``Parse``
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 
+from policies import patterns
 from policies.dra.cel.values import CelEvalError
 
 _NUMBERS = frozenset("0123456789")
@@ -107,7 +107,7 @@ def _number(part: str, what: str) -> int:
     return _uint(part, what)
 
 
-_PLAIN = re.compile(r"(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,18})")
+_PLAIN = patterns.compile(r"(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,18})")
 
 
 @functools.lru_cache(maxsize=4096)

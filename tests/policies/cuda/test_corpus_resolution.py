@@ -48,7 +48,7 @@ def _corpus_images(corpus: Path) -> set[str]:
             continue
         for doc in documents:
             if isinstance(doc, dict):
-                found.update(use.image for use in images_in(doc))
+                found.update(use.image for use in images_in(doc, rules=("gpu-cuda-driver-mismatch",)))
     return found
 
 

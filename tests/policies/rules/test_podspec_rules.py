@@ -266,11 +266,28 @@ def test_device_hostpaths(host_path: str, flagged: bool) -> None:
     assert paths == (["/spec/volumes/0/hostPath/path"] if flagged else [])
 
 
-def test_device_env_on_gpu_container_is_allowed_but_not_on_its_sibling() -> None:
+def test_device_env_overrides_the_allocation_of_a_gpu_container_too() -> None:
+    """The container's own NVIDIA_VISIBLE_DEVICES comes after the device plugin's and wins."""
     env = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
     obj = pod(container(resources=limits({"nvidia.com/gpu": 1}), env=env), container("sidecar", env=copy.deepcopy(env)))
-    [f] = findings(obj, "gpu-device-access-bypass")
-    assert f.path == "/spec/containers/1/env/0" and "'sidecar'" in f.message
+    gpu, sidecar = findings(obj, "gpu-device-access-bypass")
+    assert gpu.path == "/spec/containers/0/env/0" and "wins" in gpu.message and gpu.severity is Severity.ERROR
+    assert sidecar.path == "/spec/containers/1/env/0" and "requests no GPU" in sidecar.message
+
+
+def test_void_on_a_gpu_container_hides_its_gpus() -> None:
+    env = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]
+    [f] = findings(pod(container(resources=limits({"nvidia.com/gpu": 1}), env=env)), "gpu-device-access-bypass")
+    assert f.severity is Severity.WARNING and "hides them" in f.message
+
+
+def test_the_last_entry_of_a_variable_is_the_one_judged() -> None:
+    """The kubelet keeps the last entry of a name (kubelet_pods.go makeEnvironmentVariables)."""
+    env = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}, {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]
+    assert findings(pod(container("tool", image="busybox", env=env)), "gpu-device-access-bypass") == []
+    env.reverse()
+    [f] = findings(pod(container("tool", image="busybox", env=env)), "gpu-device-access-bypass")
+    assert f.path == "/spec/containers/0/env/1"
 
 
 def test_dra_requests_of_one_claim_are_distinct_but_repeats_are_not() -> None:
@@ -331,19 +348,31 @@ def test_corpus_findings_are_well_formed_and_fixes_are_idempotent() -> None:
 
 @requires_shared(CORPUS)
 @pytest.mark.parametrize(
-    ("name", "signals"),
+    "name",
     [
         # The GPU Operator's device plugin sets NVIDIA_VISIBLE_DEVICES=all without a GPU request.
-        ("NVIDIA__gpu-operator__assets__state-device-plugin__0500_daemonset.yaml", True),
-        # The standalone static manifest sets no NVIDIA variable at all.
-        ("NVIDIA__k8s-device-plugin__deployments__static__nvidia-device-plugin.yml", False),
+        "NVIDIA__gpu-operator__assets__state-device-plugin__0500_daemonset.yaml",
+        # The standalone static manifest sets no variable, but its image sets NVIDIA_VISIBLE_DEVICES=all.
+        "NVIDIA__k8s-device-plugin__deployments__static__nvidia-device-plugin.yml",
     ],
 )
-def test_real_device_plugin_daemonsets_are_never_blocked(name: str, signals: bool) -> None:
-    """Wherever a device plugin runs, gpuguard reports at most info about it."""
+@pytest.mark.parametrize(("namespace", "trusted"), [(None, True), ("gpu-operator", True), ("cluster-addons", False)])
+def test_real_device_plugin_daemonsets_are_info_only_where_infrastructure_is_trusted(
+    name: str, namespace: str | None, trusted: bool
+) -> None:
+    """A device plugin is reported as info in an infrastructure namespace (or a manifest without
+    one); elsewhere its mount of the kubelet's directory is no exemption a tenant could claim."""
     for doc in load_yaml_docs(CORPUS / "real" / name):
-        doc.setdefault("metadata", {})["namespace"] = "cluster-addons"  # not an exempt namespace
+        meta = doc.setdefault("metadata", {})
+        if namespace is None:
+            meta.pop("namespace", None)
+        else:
+            meta["namespace"] = namespace
         ev = evaluate(doc)
-        assert ev.gpu_related is signals
-        assert bool(ev.findings) is signals
-        assert all(f.severity is Severity.INFO for f in ev.findings), ev.findings
+        assert ev.gpu_related and ev.findings
+        bypass = [f for f in ev.findings if f.rule == "gpu-device-access-bypass"]
+        assert bypass
+        if trusted:
+            assert all(f.severity is Severity.INFO for f in ev.findings), ev.findings
+        else:
+            assert any(f.severity is not Severity.INFO for f in bypass), bypass

@@ -1,0 +1,28 @@
+"""Which containers' images ``gpu-device-access-bypass`` reads the NVIDIA_VISIBLE_DEVICES of.
+
+Containers that request no device (no GPU resource, no DRA claim) and do not set the variable in
+their own ``env`` keep the image's value (policies.signals).  The engine keys its memo on what the
+image facts say of these images, and faces prefetch them, as for the CUDA rule's images.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from policies.podresources import container_requests
+from policies.podspec import ContainerRef, PodTemplate
+from policies.shapes import as_list
+from policies.signals import NVIDIA_DEVICE_ENV
+
+RULE_ID = "gpu-device-access-bypass"
+
+
+def image_env_containers(pod: PodTemplate, is_gpu: Callable[[str], bool]) -> list[ContainerRef]:
+    out = []
+    for c in pod.containers:
+        if container_requests(c, is_gpu) or as_list(c.resources.get("claims")):
+            continue
+        if any(isinstance(v, dict) and v.get("name") == NVIDIA_DEVICE_ENV for v in as_list(c.container.get("env"))):
+            continue
+        out.append(c)
+    return out
