@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies import pointer
+from policies import budget, pointer
 from policies.applicability import Applies, Profile, has_device_access, snapshot_profile, template_profile
 from policies.config import ALLOCATION_GUARDS, Config, RuleSettings
 from policies.digest import TooDeep
@@ -218,6 +218,7 @@ def _evaluate(
     if not templates:
         skipped.update(_check_object(ev, obj, config, kind, name, namespace, honoured, has_facts, dra))
     for pod in templates:
+        budget.check()
         if not is_gpu_related(pod, config):
             continue
         ev.gpu_related = True
@@ -364,6 +365,7 @@ def _check(
     wide = facts.memoised(SnapshotProfileKey(), lambda: snapshot_profile(facts), pinned=True)
     profile = Profile(template_profile(pod), wide)
     for rule_id, module, options, needs_facts, needs_scheduling, applies in _plan(config, facts):
+        budget.check()
         if rule_id in ignored:
             continue
         if needs_facts and not has_facts:

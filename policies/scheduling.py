@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from policies import patterns
+from policies import budget, patterns
 from policies.facts import VOLATILE_LABELS, ClusterFacts, NodeFacts, NodeGroup, RuntimeClassFacts, Taint
 from policies.labeldomain import LabelDomain
 from policies.podresources import extended_resource_names
@@ -356,6 +356,7 @@ def analyse(
     cons = constraints_for(pod, facts)
     verdicts: list[GroupVerdict] = []
     for group in facts.groups:
+        budget.check()
         rep = group.representative
         maybe = tuple(n for n in requests if rep.allocatable.get(n, Fraction(0)) <= 0 and n in rep.may_offer)
         missing = tuple(n for n in requests if rep.allocatable.get(n, Fraction(0)) <= 0 and n not in maybe)

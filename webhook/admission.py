@@ -153,19 +153,31 @@ def parse_review(body: bytes) -> AdmissionRequest:
         raise EnvelopeError("request.oldObject must be an object or null")
     group = gvk.get("group") if isinstance(gvk, dict) else ""
     sub = request.get("subResource") or ""
+    namespace = request.get("namespace")
+    namespace = namespace if isinstance(namespace, str) else ""
     return AdmissionRequest(
         uid=uid,
         operation=operation,
         kind=kind_name,
-        namespace=str(request.get("namespace") or ""),
+        namespace=namespace,
         name=str(request.get("name") or ""),
         sub_resource=sub if isinstance(sub, str) else "",
         dry_run=bool(dry_run),
-        obj=obj if isinstance(obj, dict) else None,
-        old_obj=old if isinstance(old, dict) else None,
+        obj=_in_namespace(obj, namespace) if isinstance(obj, dict) else None,
+        old_obj=_in_namespace(old, namespace) if isinstance(old, dict) else None,
         group=group if isinstance(group, str) else "",
         username=_username(request.get("userInfo")),
     )
+
+
+def _in_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """The object with the request's namespace where its metadata names none: the engine judges a
+    namespaced object by its namespace (exemptions, infrastructureNamespaces, claims), and the
+    request's is the one the API server stores it in."""
+    meta = obj.get("metadata")
+    if not namespace or not isinstance(meta, dict) or meta.get("namespace"):
+        return obj
+    return {**obj, "metadata": {**meta, "namespace": namespace}}
 
 
 def _username(user_info: Any) -> str:
@@ -367,6 +379,23 @@ def engine_failure(mutating: bool, config: Config) -> Verdict:
         code=500,
         reason="InternalError",
         message="gpuguard could not check this object (internal error) and failureMode is deny",
+        engine_error=True,
+    )
+
+
+DEADLINE_WARNING = "gpuguard could not finish checking this object in time; it was not validated"
+
+
+def deadline_exceeded(mutating: bool, config: Config) -> Verdict:
+    """The answer when a review ran out of time (webhook.lanes): per ``failureMode``, as for an
+    engine failure; /mutate allows unpatched."""
+    if mutating or config.failure_mode == "allow":
+        return Verdict(allowed=True, warnings=[DEADLINE_WARNING], engine_error=True)
+    return Verdict(
+        allowed=False,
+        code=503,
+        reason="Timeout",
+        message="gpuguard could not finish checking this object in time and failureMode is deny",
         engine_error=True,
     )
 

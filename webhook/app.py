@@ -2,10 +2,9 @@
 
 ``/validate`` and ``/mutate`` are raw ASGI endpoints mounted on the FastAPI router: they read
 the body themselves (so an oversized body is refused before it is buffered), parse it with
-orjson and never build a Request/Response object or a pydantic model per review.  The engine
-runs inline on the event loop: it is CPU-bound and takes well under a millisecond for a typical
-pod, so a thread hop would only add latency; only very large reviews (over 128 KiB, e.g. pods
-with thousands of containers) are evaluated on a worker thread so they cannot stall the loop.
+orjson and never build a Request/Response object or a pydantic model per review.  Where a review
+is evaluated (inline or in the heavy lane), by when it is answered and how much memory reviews in
+flight may hold is ``webhook.lanes``.
 Nothing on the request path does network I/O; cluster facts are read from
 ``facts_provider.current()``, which a background source keeps fresh.
 """
@@ -18,7 +17,6 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-import anyio.to_thread
 import orjson
 from fastapi import FastAPI
 from fastapi.responses import Response
@@ -32,6 +30,7 @@ from policies.memo import ReviewImagePairsKey
 from policies.rule_inputs import annotations_read, pod_spec_read
 from webhook import admission
 from webhook.configsource import ConfigSource, StaticConfig
+from webhook.lanes import LaneLimits, Lanes
 from webhook.metrics import CONTENT_TYPE, Metrics
 
 if TYPE_CHECKING:
@@ -52,8 +51,6 @@ Send = Callable[[Message], Awaitable[None]]
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
 
-# Reviews larger than this are evaluated off the event loop (a typical GPU pod review is 2-10 KB).
-INLINE_BODY_BYTES = 128 * 1024
 
 
 class FactsProvider(Protocol):
@@ -134,7 +131,9 @@ class AdmissionEndpoint:
         max_body_bytes: int,
         evaluator: admission.Evaluator,
         images: ImageLookupService | None = None,
+        lanes: Lanes | None = None,
     ) -> None:
+        self.lanes = lanes or Lanes()
         self.mutating = mutating
         self.images = images
         self.endpoint = "mutate" if mutating else "validate"
@@ -176,12 +175,33 @@ class AdmissionEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
+        lanes = self.lanes
+        deadline = lanes.deadline_for(started)
+        size = _content_length(scope) or self.max_body_bytes
+        if size > self.max_body_bytes:
+            await self._too_large(send)
+            return
+        if not await lanes.reserve(size, deadline):
+            self.metrics.count_error(self.endpoint, "memory")
+            log.warning("%s: reviews in flight hold the memory budget; answered 503", self.endpoint)
+            reason = "reviews in flight hold the memory budget"
+            await send_json(send, 503, orjson.dumps({"error": "busy", "reason": reason}))
+            return
+        try:
+            await self._review(scope, receive, send, started, deadline)
+        finally:
+            await lanes.release(size)
+
+    async def _too_large(self, send: Send) -> None:
+        self.metrics.count_error(self.endpoint, "too_large")
+        reason = f"request body exceeds {self.max_body_bytes} bytes"
+        await send_json(send, 413, orjson.dumps({"error": "payload too large", "reason": reason}))
+
+    async def _review(self, scope: Scope, receive: Receive, send: Send, started: float, deadline: float) -> None:
         try:
             body = await read_body(scope, receive, self.max_body_bytes)
         except BodyTooLarge:
-            self.metrics.count_error(self.endpoint, "too_large")
-            reason = f"request body exceeds {self.max_body_bytes} bytes"
-            await send_json(send, 413, orjson.dumps({"error": "payload too large", "reason": reason}))
+            await self._too_large(send)
             return
         except ClientGone:
             return
@@ -198,19 +218,24 @@ class AdmissionEndpoint:
         evaluator = self.evaluator
         if view is not None:
             evaluator = functools.partial(cast(Any, self.evaluator), images=view)
+        decide, mutating = self.decide, self.mutating
         try:
-            if len(body) > INLINE_BODY_BYTES:
-                # A very large object (thousands of containers) takes tens of milliseconds or
-                # more; evaluating it on a worker thread keeps the event loop answering others.
-                verdict = await anyio.to_thread.run_sync(self.decide, req, config, facts, evaluator)
-            else:
-                verdict = self.decide(req, config, facts, evaluator)
+            verdict = await self.lanes.evaluate(
+                lambda: decide(req, config, facts, evaluator), self.lanes.is_heavy(body), deadline
+            )
         except Exception:
             log.exception(
                 "%s: engine failed on %s %s/%s uid=%s", self.endpoint, req.kind, req.namespace, req.name, req.uid
             )
             self.metrics.count_error(self.endpoint, "engine_error")
-            verdict = admission.engine_failure(self.mutating, config)
+            verdict = admission.engine_failure(mutating, config)
+        if verdict is None:
+            self.metrics.count_error(self.endpoint, "deadline")
+            log.warning(
+                "%s: %s %s/%s uid=%s not judged within %.1f s; answered per failureMode=%s", self.endpoint,
+                req.kind, req.namespace, req.name, req.uid, self.lanes.limits.deadline, config.failure_mode,
+            )
+            verdict = admission.deadline_exceeded(mutating, config)
         if view is not None and not self.mutating:
             from gpuguard.registry.service import warnings_for
 
@@ -242,6 +267,16 @@ class AdmissionEndpoint:
                 req.name, req.uid, user, "honoured" if use.honoured else "not honoured (allowIgnoreAnnotation)",
                 f"; unknown rule ids {', '.join(use.unknown)}" if use.unknown else "",
             )
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            try:
+                return max(int(value), 0)
+            except ValueError:
+                return None  # the HTTP parser rejects a bad Content-Length before we get here
+    return None
 
 
 def _image_pairs_content(obj: dict[str, Any]) -> bytes | None:
@@ -286,6 +321,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     evaluator: admission.Evaluator = evaluate,
     image_lookups: ImageLookupService | None = None,
+    lanes: LaneLimits | None = None,
 ) -> WebhookApp:
     """The webhook app; ``evaluator`` is the engine entry point (replaceable for fault tests; with
     registry lookups on it is also passed ``images=``).  ``image_lookups`` defaults to a service
@@ -305,9 +341,11 @@ def create_app(
     app.state.facts = facts_provider
     app.state.image_lookups = image_lookups
     app.admission_endpoints = {}
+    shared_lanes = Lanes(lanes)  # both endpoints share the heavy lane and the memory budget
+    app.state.lanes = shared_lanes
     for mutating in (False, True):
         endpoint = AdmissionEndpoint(
-            mutating, source, facts_provider, metrics, max_body_bytes, evaluator, image_lookups
+            mutating, source, facts_provider, metrics, max_body_bytes, evaluator, image_lookups, shared_lanes
         )
         path = f"/{endpoint.endpoint}"
         app.admission_endpoints[path] = endpoint

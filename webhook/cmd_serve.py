@@ -32,6 +32,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="close new connections beyond N open ones per worker (default: 1024)",
     )
     parser.add_argument(
+        "--max-connections-per-source",
+        type=int,
+        default=256,
+        metavar="N",
+        help="refuse a client address more than N open connections; at --max-connections a new connection "
+        "evicts one that serves no request, from the address holding the most (default: 256)",
+    )
+    parser.add_argument(
+        "--handshake-timeout",
+        type=float,
+        default=3.0,
+        metavar="SECONDS",
+        help="close a connection whose TLS handshake takes longer, counted from the TCP connect (default: 3)",
+    )
+    parser.add_argument(
+        "--review-deadline",
+        type=float,
+        default=4.0,
+        metavar="SECONDS",
+        help="answer every review within this many seconds of its arrival, per failureMode if it is not judged "
+        "by then; keep it below the webhooks' timeoutSeconds (default: 4)",
+    )
+    parser.add_argument(
         "--request-timeout",
         type=float,
         default=10.0,
@@ -117,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuguard.sources.yamlsafe import InputError
     from policies.config import Config
     from webhook.app import FactsProvider, StaticFacts
+    from webhook.lanes import LaneLimits
     from webhook.protocol import ConnectionLimits
     from webhook.server import ServeOptions, serve
     from webhook.tlsreload import CertificateError, check_pair, read_pair
@@ -127,8 +151,13 @@ def run(args: argparse.Namespace) -> int:
     if args.health_port is not None and args.health_port == args.port:
         log.error("--health-port must differ from --port")
         return 2
-    if args.max_connections < 1 or args.request_timeout <= 0:
-        log.error("--max-connections and --request-timeout must be positive")
+    if min(args.max_connections, args.max_connections_per_source) < 1 or min(
+        args.request_timeout, args.handshake_timeout, args.review_deadline
+    ) <= 0:
+        log.error(
+            "--max-connections, --max-connections-per-source, --request-timeout, --handshake-timeout and "
+            "--review-deadline must be positive"
+        )
         return 2
     if args.config_reload_interval <= 0:
         log.error("--config-reload-interval must be positive")
@@ -199,8 +228,13 @@ def run(args: argparse.Namespace) -> int:
         config_reload_interval=args.config_reload_interval,
         health_port=args.health_port,
         limits=ConnectionLimits(
-            head_timeout=args.request_timeout, body_timeout=args.request_timeout, max_connections=args.max_connections
+            head_timeout=args.request_timeout,
+            body_timeout=args.request_timeout,
+            max_connections=args.max_connections,
+            max_connections_per_source=args.max_connections_per_source,
+            handshake_timeout=args.handshake_timeout,
         ),
+        lanes=LaneLimits(deadline=args.review_deadline),
         audit_interval=audit_interval,
         audit_reports=args.audit_reports,
     )

@@ -17,6 +17,15 @@ good and never counted (5,000 silent connections held 290 MB).  ``tls_accepting`
 runs the standard library's TLS protocol (``asyncio.sslproto.SSLProtocol``, what
 ``loop.create_server(ssl=...)`` uses per connection) itself, counted from the TCP connect.
 
+A cap alone is a lock-out: 1,500 idle sockets from one pod filled 1,024 slots and no fresh review
+was answered while they stayed open.  So on the TLS port a source address holds at most
+``max_connections_per_source`` connections, and at the cap a new connection evicts one that is not
+serving a request — still handshaking, idle between requests, or sending its request slowly —
+from the source that holds the most, oldest first.  A client of the API server's kind (a few
+connections, each busy or briefly idle) always gets in; the handshake deadline
+(``handshake_timeout``, a few seconds: the API server shakes hands in milliseconds) frees
+the rest.
+
 The API server sends small heads (a few hundred bytes) and whole bodies at once, so none of this
 touches it; the limits are ``ConnectionLimits`` and every rejection is counted by reason.
 """
@@ -45,6 +54,8 @@ class ConnectionLimits:
     head_timeout: float = 10.0  # seconds for a request's head to arrive
     body_timeout: float = 20.0  # seconds for its body, once the head is in
     max_connections: int = 1024
+    max_connections_per_source: int = 256  # on the TLS port: per client address
+    handshake_timeout: float = 3.0  # seconds for the TLS handshake, from the TCP connect
 
 
 _STATUS = {431: b"431 Request Header Fields Too Large", 414: b"414 URI Too Long"}
@@ -196,11 +207,42 @@ def guarded_protocol(limits: ConnectionLimits, on_reject: Reject | None = None) 
 
 
 class _Gate:
-    """Open connections on one TLS port, handshaking or established."""
+    """Open connections on one TLS port, handshaking or established, by client address."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
+    def __init__(self, limits: ConnectionLimits) -> None:
+        self.limit = limits.max_connections
+        self.per_source = limits.max_connections_per_source
         self.open = 0
+        # Insertion order is age: the first evictable one of a source is its oldest.
+        self.by_source: dict[str, dict[_GuardedTLS, None]] = {}
+
+    def admit(self, conn: _GuardedTLS, source: str) -> str | None:
+        """Count ``conn``; the reason it is refused, if it is."""
+        held = self.by_source.get(source)
+        if held is not None and len(held) >= self.per_source:
+            return "too_many_connections_from_source"
+        if self.open >= self.limit:
+            victim = self._victim()
+            if victim is None:
+                return "too_many_connections"
+            victim.evict()
+        self.by_source.setdefault(source, {})[conn] = None
+        self.open += 1
+        return None
+
+    def leave(self, conn: _GuardedTLS, source: str) -> None:
+        held = self.by_source.get(source)
+        if held is not None and held.pop(conn, False) is None:
+            self.open -= 1
+            if not held:
+                del self.by_source[source]
+
+    def _victim(self) -> _GuardedTLS | None:
+        for _, held in sorted(self.by_source.items(), key=lambda item: -len(item[1])):
+            for conn in held:
+                if not conn.serving():
+                    return conn
+        return None
 
 
 class _GuardedTLS(SSLProtocol):
@@ -218,23 +260,46 @@ class _GuardedTLS(SSLProtocol):
         waiter = loop.create_future()
         super().__init__(
             # typeshed says int; the standard library takes any number of seconds
-            loop, http, context, waiter, server_side=True, ssl_handshake_timeout=cast(int, limits.head_timeout)
+            loop, http, context, waiter, server_side=True, ssl_handshake_timeout=cast(int, limits.handshake_timeout)
         )
+        self._http = http
         self._gate = gate
         self._reject = reject
+        self._source = ""
         self._counted = False
+        self._evicted = False
         self._accepted_at = time.monotonic()
-        self._handshake_timeout = limits.head_timeout
+        self._handshake_timeout = limits.handshake_timeout
         self._handshake = waiter
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        if self._gate.open >= self._gate.limit:
-            self._reject("too_many_connections")
+        peer = transport.get_extra_info("peername")
+        self._source = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        refused = self._gate.admit(self, self._source)
+        if refused is not None:
+            self._reject(refused)
             cast(asyncio.Transport, transport).abort()
             return
-        self._gate.open += 1
         self._counted = True
+        self._transport_ref = transport
         super().connection_made(transport)
+
+    def serving(self) -> bool:
+        """Whether a request has been received whole and is being answered (never evicted)."""
+        if not self._handshake.done():
+            return False
+        http = self._http
+        phase = getattr(http, "_phase", None)
+        cycle = getattr(http, "cycle", None)
+        return phase is None and cycle is not None and not cycle.response_complete
+
+    def evict(self) -> None:
+        """Close at once, and free the slot now (the loop reports the loss later)."""
+        self._evicted = True
+        self._gate.leave(self, self._source)
+        self._counted = False
+        self._reject("evicted")
+        cast(asyncio.Transport, self._transport_ref).abort()
 
     def connection_lost(self, exc: BaseException | None) -> None:
         super().connection_lost(exc)  # settles the handshake if it was still running
@@ -242,9 +307,9 @@ class _GuardedTLS(SSLProtocol):
         failed = waiter.done() and not waiter.cancelled() and waiter.exception() is not None
         if not self._counted:
             return
-        self._gate.open -= 1
+        self._gate.leave(self, self._source)
         self._counted = False
-        if failed:
+        if failed and not self._evicted:
             late = time.monotonic() - self._accepted_at >= self._handshake_timeout
             self._reject("tls_handshake_timeout" if late else "tls_handshake_failed")
 
@@ -256,9 +321,11 @@ def tls_accepting(
     on_reject: Reject | None = None,
 ) -> Callable[..., asyncio.BaseProtocol]:
     """A protocol factory for ``uvicorn.Config(http=...)`` on a port serving TLS itself (uvicorn's
-    own ``ssl`` left unset): at most ``limits.max_connections`` connections, handshaking or not,
-    and a handshake deadline of ``limits.head_timeout``; then ``http``'s protocol over TLS."""
-    gate = _Gate(limits.max_connections)
+    own ``ssl`` left unset): at most ``limits.max_connections`` connections, handshaking or not
+    (per client address at most ``max_connections_per_source``; at the cap, one that serves no
+    request is evicted), and a handshake deadline of ``limits.handshake_timeout``; then ``http``'s
+    protocol over TLS."""
+    gate = _Gate(limits)
 
     def reject(reason: str) -> None:
         if on_reject is not None:

@@ -29,6 +29,7 @@ import uvicorn
 from policies.config import Config
 from webhook.app import DEFAULT_MAX_BODY_BYTES, FactsProvider, StaticFacts, create_app, create_health_app
 from webhook.configsource import ConfigSource, ReloadingConfig, StaticConfig
+from webhook.lanes import LaneLimits
 from webhook.metrics import Metrics
 from webhook.protocol import ConnectionLimits, guarded_protocol, tls_accepting
 from webhook.tlsreload import CertificateReloader, server_context
@@ -54,6 +55,7 @@ class ServeOptions:
     health_port: int | None = None  # plain-HTTP /healthz, /readyz and /metrics
     health_host: str | None = None  # default: the webhook's host
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    lanes: LaneLimits = field(default_factory=LaneLimits)
     audit_interval: float | None = None  # seconds between periodic audits (the first worker runs them)
     audit_reports: str = "policyreport"
 
@@ -168,7 +170,7 @@ def run_worker(
         )
         metrics.config_loaded_at = reloading.loaded_at
         source = reloading
-    app = create_app(source, facts, metrics=metrics, max_body_bytes=options.max_body_bytes)
+    app = create_app(source, facts, metrics=metrics, max_body_bytes=options.max_body_bytes, lanes=options.lanes)
     health = (create_health_app(facts, metrics), health_sock) if health_sock is not None else None
     audit = _periodic_audit(options, facts, source) if index == 0 else None
     try:

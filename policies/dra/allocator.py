@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from policies.budget import check as check_deadline
 from policies.dra import signature
 from policies.dra.cel import MAX_COST, compile_selector
 from policies.dra.inventory import Candidate, Inventory, Reach
@@ -261,6 +262,8 @@ class _Search:
         self.steps -= 1
         if self.steps < 0:
             raise _Budget
+        if not self.steps % 1024:
+            check_deadline()
         if device_index >= alt.num_devices:
             return self._request(claim_index, request_index + 1)
         if alt.request.allocation_mode == "All":

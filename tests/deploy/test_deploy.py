@@ -168,8 +168,10 @@ def test_deployment_is_highly_available_and_restricted() -> None:
     assert mounts["config"] == "/config"
     assert container["args"] == [
         "serve", "--tls-cert", "/tls/tls.crt", "--tls-key", "/tls/tls.key",
-        "--config", "/config/.gpuguard.yaml", "--in-cluster", "--health-port", "8081",
+        "--config", "/config/.gpuguard.yaml", "--in-cluster", "--health-port", "8081", "--review-deadline", "4",
     ]
+    # A review is answered before the API server gives up on it (which would admit it unchecked).
+    assert all(float(container["args"][-1]) < w["timeoutSeconds"] for _, w in webhooks())
 
 
 def test_deployment_args_parse_with_the_serve_command() -> None:

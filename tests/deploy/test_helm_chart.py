@@ -138,7 +138,8 @@ def test_exempt_namespaces_flow_into_the_config_and_the_namespace_selector(tmp_p
     assert load_config(_policy(docs)).exempt_namespaces == frozenset(expected)
     for config in _webhooks(docs).values():
         (webhook,) = config["webhooks"]
-        (expr,) = webhook["namespaceSelector"]["matchExpressions"]
+        label, expr = webhook["namespaceSelector"]["matchExpressions"]
+        assert label == {"key": "gpuguard.io/exempt", "operator": "NotIn", "values": ["true"]}
         assert expr == {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": expected}
         assert webhook["clientConfig"]["service"]["namespace"] == "platform"
 
@@ -304,7 +305,7 @@ def test_pods_roll_when_the_config_changes_and_only_then(tmp_path: Path) -> None
     assert checksum({}) == base
     assert checksum({"replicaCount": 3, "resources": {"requests": {"cpu": "200m"}}}) == base
     assert checksum({"config": {"enforcement": "enforce"}}) != base
-    assert checksum({"config": {"exemptNamespaces": ["kube-system"]}}) != base
+    assert checksum({"config": {"exemptNamespaces": ["kube-system", "ml-platform"]}}) != base
     enforced = render(tmp_path, {"config": {"enforcement": "enforce"}})
     assert _policy(enforced)["enforcement"] == "enforce"
 

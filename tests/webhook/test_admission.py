@@ -307,8 +307,9 @@ def test_first_clause_cuts_outside_parentheses(message: str, clause: str) -> Non
 
 
 def test_large_review_is_evaluated_off_the_loop_and_answered() -> None:
-    from webhook.app import INLINE_BODY_BYTES
+    from webhook.lanes import LaneLimits
 
+    INLINE_BODY_BYTES = LaneLimits().inline_body_bytes
     review = review_dict(DENY)
     containers = review["request"]["object"]["spec"]["containers"]
     template = containers[0]

@@ -26,8 +26,11 @@ from tests.support.webhook_server import (
 
 pytestmark = pytest.mark.integration
 
-TIMEOUT = 1.0  # the server's --request-timeout in these tests
+TIMEOUT = 1.0  # the server's --request-timeout and --handshake-timeout in these tests
 DEADLINE = 15.0
+CAP, PER_SOURCE = 20, 12  # --max-connections, --max-connections-per-source
+# Loopback answers every 127/8 address: the tests' own client is 127.0.0.1, "other pods" are these.
+ATTACKERS = ("127.0.0.2", "127.0.0.3")
 
 
 @pytest.fixture(scope="module")
@@ -38,15 +41,19 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, bundle: Bundle) -> Iterator[Server]:
     srv = start_server(
-        tmp_path_factory.mktemp("srv"), bundle, "--request-timeout", str(TIMEOUT), "--max-connections", "20"
+        tmp_path_factory.mktemp("srv"), bundle, "--request-timeout", str(TIMEOUT), "--handshake-timeout", str(TIMEOUT),
+        "--max-connections", str(CAP), "--max-connections-per-source", str(PER_SOURCE),
     )
     yield srv
     stop_server(srv)
 
 
-def tls(server: Server) -> ssl.SSLSocket:
-    raw = socket.create_connection(("127.0.0.1", server.port), timeout=DEADLINE)
-    return ssl_client_context(server.ca).wrap_socket(raw, server_hostname="localhost")
+def tcp(server: Server, source: str = "127.0.0.1") -> socket.socket:
+    return socket.create_connection(("127.0.0.1", server.port), timeout=DEADLINE, source_address=(source, 0))
+
+
+def tls(server: Server, source: str = "127.0.0.1") -> ssl.SSLSocket:
+    return ssl_client_context(server.ca).wrap_socket(tcp(server, source), server_hostname="localhost")
 
 
 def read_all(sock: ssl.SSLSocket) -> bytes:
@@ -132,15 +139,21 @@ def test_slow_or_silent_clients_are_closed(server: Server, what: str, send: byte
     healthy(server)
 
 
-def refused(server: Server) -> bool:
+def refused(server: Server, source: str = "127.0.0.1") -> bool:
     """A new TLS connection is closed before or at its handshake, without an answer."""
-    raw = socket.create_connection(("127.0.0.1", server.port), timeout=DEADLINE)
     try:
-        sock = ssl_client_context(server.ca).wrap_socket(raw, server_hostname="localhost")
+        sock = tls(server, source)
     except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
         return True
     with sock:
         return read_all(sock) == b""
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1) == b""
+    except (ConnectionResetError, ssl.SSLError):
+        return True
 
 
 def wait_healthy(server: Server) -> None:
@@ -154,34 +167,50 @@ def wait_healthy(server: Server) -> None:
             time.sleep(0.05)  # bounded polling: closed connections are released asynchronously
 
 
-def test_connections_beyond_the_cap_are_closed_at_once(server: Server) -> None:
+def test_one_source_holds_at_most_its_share(server: Server) -> None:
+    """A pod opening connections in a loop gets --max-connections-per-source of them, no more."""
     wait_healthy(server)
     held: list[ssl.SSLSocket] = []
     try:
-        while len(held) <= 20:  # the cap is 20 connections, handshaking or established
-            try:
-                held.append(tls(server))
-            except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
-                break
-        assert 0 < len(held) <= 20
-        assert all(refused(server) for _ in range(5))
+        for _ in range(PER_SOURCE):
+            held.append(tls(server, ATTACKERS[0]))
+        assert all(refused(server, ATTACKERS[0]) for _ in range(3))
+        healthy(server)  # everyone else still gets in
     finally:
         for sock in held:
             sock.close()
     wait_healthy(server)
-    assert metric(server, 'gpuguard_connections_rejected_total{reason="too_many_connections"}')
+    assert metric(server, 'gpuguard_connections_rejected_total{reason="too_many_connections_from_source"}')
+
+
+def test_idle_connections_at_the_cap_make_room_for_a_review(server: Server) -> None:
+    """Issue: 1,500 idle sockets filled the cap and no fresh review was answered while they stayed
+    open.  At the cap a new connection evicts an idle one, from the address that holds the most."""
+    wait_healthy(server)
+    held = [tls(server, ATTACKERS[0]) for _ in range(PER_SOURCE)]
+    held += [tls(server, ATTACKERS[1]) for _ in range(CAP - PER_SOURCE)]
+    try:
+        for _ in range(5):  # each review takes a place the idle sockets held
+            healthy(server)
+        evicted = [s for s in held[:PER_SOURCE] if closed_by_server(s)]
+        assert evicted, "the biggest holder's idle connections make room first"
+    finally:
+        for sock in held:
+            sock.close()
+    wait_healthy(server)
+    assert metric(server, 'gpuguard_connections_rejected_total{reason="evicted"}')
 
 
 def test_silent_connections_count_before_tls_and_close_at_the_handshake_deadline(server: Server) -> None:
-    """Connections that never send a ClientHello hold the cap too, and only until the deadline:
-    the event loop's own TLS server kept them for good (5,000 held 290 MB)."""
+    """Connections that never send a ClientHello hold places too, and only until the handshake
+    deadline: the event loop's own TLS server kept them for good (5,000 held 290 MB)."""
     wait_healthy(server)
-    silent = [socket.create_connection(("127.0.0.1", server.port), timeout=DEADLINE) for _ in range(20)]
+    silent = [tcp(server, ATTACKERS[i % 2]) for i in range(CAP)]
     try:
-        assert refused(server)  # the cap (20) is full of connections that have not even said hello
+        healthy(server)  # the cap is full of connections that have not even said hello: one makes room
         started = time.monotonic()
         for sock in silent:
-            assert sock.recv(1) == b""  # closed by the server
+            assert closed_by_server(sock)
         assert time.monotonic() - started < 4 * TIMEOUT
     finally:
         for sock in silent:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from policies import budget
 from policies.dra.cel import ast
 from policies.dra.cel.checker import Features, check
 from policies.dra.cel.cost import U64, estimate
@@ -146,6 +147,7 @@ def compile_selector(expression: str, features: Features | None = None) -> Compi
     if cached is not None:
         _cache.move_to_end(key)
         return cached
+    budget.check()
     result = _compile(expression, features)
     _cache[key] = result
     if len(_cache) > _CACHE_SIZE:
