@@ -16,6 +16,7 @@ from typing import Any
 from gpuguard.sources.yamlstream import MAX_OBJECT_CHARS
 from linter.lint import FileResult
 from policies import pointer
+from policies.shapes import index_of, small_int
 from policies.types import PatchOp
 
 
@@ -76,8 +77,8 @@ def _parent(root: Any, path: str) -> tuple[Any, str]:
     for token in tokens[:-1]:
         if isinstance(node, dict) and _map_key(node, token) is not None:
             node = node[_map_key(node, token)]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
+        elif isinstance(node, list) and (index := index_of(token, len(node))) is not None:
+            node = node[index]
         else:
             raise FixError(f"{path}: parent does not exist")
     return node, tokens[-1]
@@ -98,7 +99,8 @@ def apply_op(root: Any, op: PatchOp) -> None:
         else:
             raise FixError(f"{op.op} {op.path}: no such member")
     elif isinstance(parent, list):
-        index = len(parent) if last == "-" else int(last) if last.isdigit() else -1
+        found = small_int(last)
+        index = len(parent) if last == "-" else found if found is not None else -1
         if op.op == "add" and 0 <= index <= len(parent):
             parent.insert(index, value)
         elif op.op == "replace" and 0 <= index < len(parent):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gpuguard.sources.yamlpos import MapPos, Positions, SeqPos, position
 from policies import pointer
+from policies.shapes import index_of
 
 
 def _at(node: Positions) -> int:
@@ -27,9 +28,10 @@ def locate(root: Positions, path: str) -> tuple[int, int]:
             else:
                 where, node = entry
         elif isinstance(node, SeqPos):
-            if not token.isdigit() or int(token) >= len(node.items):
+            index = index_of(token, len(node.items))
+            if index is None:
                 break
-            node = node.items[int(token)]
+            node = node.items[index]
             where = _at(node)
         else:
             break

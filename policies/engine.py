@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +62,13 @@ class IgnoreUse:
     honoured: bool
     # Rules guarding GPU allocation it names (``all`` names them all) but may not skip (allowIgnoreRules).
     kept: tuple[str, ...] = ()
+    # (unknown name, the rule id it is closest to), for the first few unknown names that have one.
+    suggestions: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        """The names it skips: ``all`` or rule ids (unknown names and kept guards left out)."""
+        return tuple(n for n in self.rules if (n == "all" or n in RULES) and n not in self.kept)
 
 
 @dataclass
@@ -129,8 +137,22 @@ def _ignore_uses(obj: dict[str, Any], pod: PodTemplate | None, honoured: bool, c
         at = pointer.join(base, ("annotations", IGNORE_ANNOTATION))
         named = set(RULES) if "all" in names else set(names)
         kept = tuple(sorted(named & ALLOCATION_GUARDS - config.skipped_by_annotation(named))) if honoured else ()
-        uses.append(IgnoreUse(at, names, unknown, honoured, kept))
+        uses.append(IgnoreUse(at, names, unknown, honoured, kept, _suggestions(unknown)))
     return uses
+
+
+SUGGESTED_NAMES = 5
+
+
+def _suggestions(unknown: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """The closest rule id to each of the first few unknown names (a typo such as gpu-limit-missin)."""
+    out = []
+    for name in unknown[:SUGGESTED_NAMES]:
+        if len(name) <= 63:
+            close = difflib.get_close_matches(name, list(RULES), n=1, cutoff=0.75)
+            if close:
+                out.append((name, close[0]))
+    return tuple(out)
 
 
 def _rebase(pod: PodTemplate, anchor: str, rel: tuple[Any, ...]) -> str:
@@ -240,12 +262,32 @@ def _evaluate(
             UnrenderedPlaceholder(pointer.join(pod.spec_pointer, p.path), p.text, p.what) for p in placeholders
         )
         skipped.update(pod_skipped)
+        if has_facts and pod_facts is not facts and not pod_facts.nodes and UNSCHEDULABLE not in ignored:
+            violations = (*violations, *_unknown_node(pod, config))
         for rule_id, v in violations:
             module = RULES[rule_id]
             settings = config.settings(rule_id)
             ev.findings.append(_finding(rule_id, module.REMEDIATION, settings, v, pod, kind, name, namespace))
     ev.skipped_rules = tuple(sorted(skipped))
     return ev
+
+
+UNSCHEDULABLE = "gpu-unschedulable"
+
+
+def _unknown_node(pod: PodTemplate, config: Config) -> tuple[tuple[str, Violation], ...]:
+    """A pod created bound to a node the facts do not list: no rule that needs facts can judge it,
+    and none of the known nodes' kubelets will run it (a warning: the facts may lag a new node)."""
+    if config.settings(UNSCHEDULABLE).severity is None:
+        return ()
+    node = text(pod.spec.get("nodeName"), 253)
+    message = (
+        f"the pod is bound to node {node!r}, which the cluster facts do not list; no known node will run it, and "
+        "gpuguard cannot judge it against a node (a node that has just joined appears in the facts shortly)"
+    )
+    fix = "Check spec.nodeName: bind the pod to an existing node, or leave node choice to the scheduler."
+    violation = Violation(message=message, path=("nodeName",), severity=Severity.WARNING, remediation=fix)
+    return ((UNSCHEDULABLE, violation),)
 
 
 def _facts_for(pod: PodTemplate, facts: ClusterFacts) -> ClusterFacts:
@@ -496,4 +538,5 @@ def _finding(
         name=name,
         namespace=namespace,
         fix=tuple(_abs_op(pod, op) for op in v.fix),
+        scope=v.scope,
     )

@@ -6,7 +6,8 @@ introduced, resolved and unchanged.  A finding is identified by its rule and its
 indices replaced by the ``name`` of the element where the element has one: reordering containers,
 volumes or env variables, or inserting one before another, does not make an old finding new.  The
 message is not part of the identity: the same problem stated with other numbers (8 GPUs asked
-where 4 were) is still the same problem.
+where 4 were) is still the same problem.  But a finding whose ``scope`` grew (a device variable
+changed from ``"0"`` to ``"all"``) is new: the update makes it worse.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from policies import pointer
+from policies.shapes import index_of
 from policies.types import Finding
 
 FindingKey = tuple[str, str]
@@ -24,8 +26,8 @@ def stable_path(obj: Any, ptr: str) -> str:
     out: list[str] = []
     node: Any = obj
     for token in pointer.split(ptr):
-        if isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            element = node[int(token)]
+        if isinstance(node, list) and (index := index_of(token, len(node))) is not None:
+            element = node[index]
             name = element.get("name") if isinstance(element, dict) else None
             out.append(f"[{name}]" if isinstance(name, str) else token)
             node = element
@@ -43,6 +45,15 @@ def finding_key(obj: Any, finding: Finding) -> FindingKey:
 
 
 def new_findings(new_obj: Any, new: list[Finding], old_obj: Any, old: list[Finding]) -> list[Finding]:
-    """The findings of ``new`` that ``old`` does not have (matched by ``finding_key``)."""
-    before = {finding_key(old_obj, f) for f in old}
-    return [f for f in new if finding_key(new_obj, f) not in before]
+    """The findings of ``new`` that ``old`` does not have (matched by ``finding_key``), or had with a
+    smaller scope."""
+    before: dict[FindingKey, int] = {}
+    for f in old:
+        key = finding_key(old_obj, f)
+        before[key] = max(before.get(key, f.scope), f.scope)
+    out = []
+    for f in new:
+        scope = before.get(finding_key(new_obj, f))
+        if scope is None or f.scope > scope:
+            out.append(f)
+    return out

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from policies import pointer
+from policies.shapes import index_of
 from policies.types import PatchOp
 
 
@@ -38,8 +39,8 @@ def _parent(doc: Any, path: str, owned: set[int] | None = None) -> tuple[Any, st
     for token in tokens[:-1]:
         if isinstance(parent, dict) and token in parent:
             key: str | int = token
-        elif isinstance(parent, list) and token.isdigit() and int(token) < len(parent):
-            key = int(token)
+        elif isinstance(parent, list) and (index := index_of(token, len(parent))) is not None:
+            key = index
         else:
             raise PatchError(f"{path}: parent does not exist")
         child = parent[key]  # type: ignore[index]
@@ -73,11 +74,11 @@ def apply_op(doc: Any, op: PatchOp, owned: set[int] | None = None) -> None:
         elif isinstance(parent, list):
             if last == "-":
                 parent.append(value)
-            elif last.isdigit() and int(last) <= len(parent):
+            elif (index := index_of(last, len(parent) + 1)) is not None:
                 if op.op == "add":
-                    parent.insert(int(last), value)
+                    parent.insert(index, value)
                 else:
-                    parent[int(last)] = value
+                    parent[index] = value
             else:
                 raise PatchError(f"{op.path}: bad list index")
         else:
@@ -85,8 +86,8 @@ def apply_op(doc: Any, op: PatchOp, owned: set[int] | None = None) -> None:
     elif op.op == "remove":
         if isinstance(parent, dict) and last in parent:
             del parent[last]
-        elif isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
-            del parent[int(last)]
+        elif isinstance(parent, list) and (index := index_of(last, len(parent))) is not None:
+            del parent[index]
         else:
             raise PatchError(f"{op.path}: nothing to remove")
     else:

@@ -2,8 +2,10 @@
 
 The scheduler's effective request per resource is max(sum over app containers and restartable
 init containers, max over each plain init container plus the sidecars started before it)
-(KEP-753, k8s.io/component-helpers resource.PodRequests).  For extended resources requests equal
-limits, and Pods default missing requests from limits, so we read requests and fall back to limits.
+(KEP-753, k8s.io/component-helpers resource.PodRequests), plus ``spec.overhead``, which the
+RuntimeClass admission plugin copies from the pod's RuntimeClass (``PodRequests`` adds
+``pod.Spec.Overhead``).  For extended resources requests equal limits, and Pods default missing
+requests from limits, so we read requests and fall back to limits.
 """
 
 from __future__ import annotations
@@ -43,7 +45,10 @@ def _container_requests(c: ContainerRef, is_resource: Callable[[str], bool]) -> 
     return out
 
 
-def pod_requests(pod: PodTemplate, is_resource: Callable[[str], bool]) -> dict[str, Fraction]:
+def pod_requests(
+    pod: PodTemplate, is_resource: Callable[[str], bool], *, overhead: bool = True
+) -> dict[str, Fraction]:
+    """``overhead=False``: without ``spec.overhead`` (a caller that applies pod-level resources first)."""
     total: dict[str, Fraction] = {}
     init_peak: dict[str, Fraction] = {}
     sidecars: dict[str, Fraction] = {}
@@ -63,6 +68,12 @@ def pod_requests(pod: PodTemplate, is_resource: Callable[[str], bool]) -> dict[s
     for k, v in init_peak.items():
         if v > total.get(k, Fraction(0)):
             total[k] = v
+    extra = pod.spec.get("overhead") if overhead and pod.shape != "component" else None
+    if isinstance(extra, dict):
+        for k, raw in extra.items():
+            q = try_parse(raw) if isinstance(k, str) and is_resource(k) else None
+            if q is not None and q > 0:
+                total[k] = total.get(k, Fraction(0)) + q
     return total
 
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from policies import pointer
-from policies.shapes import as_dict, as_list, text
+from policies.shapes import as_dict, as_list, index_of, small_int, text
 from policies.types import RelPath, Segment
 
 Shape = Literal["template", "podspec", "component", "object", "argo"]
@@ -340,9 +340,9 @@ def _expand(
     if isinstance(node, dict):
         if head in node:
             yield from _expand(node[head], rest, (*base, head), stops)
-    elif isinstance(node, list) and head.isdigit():
-        if int(head) < len(node):
-            yield from _expand(node[int(head)], rest, (*base, int(head)), stops)
+    elif isinstance(node, list) and small_int(head) is not None:
+        if (index := index_of(head, len(node))) is not None:
+            yield from _expand(node[index], rest, (*base, index), stops)
     elif stops:
         yield base, node
 

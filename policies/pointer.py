@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from policies.shapes import index_of
 from policies.types import Segment
 
 
@@ -40,9 +41,10 @@ def resolve(doc: Any, pointer: str) -> Any:
                 raise KeyError(pointer)
             cur = cur[token]
         elif isinstance(cur, list):
-            if not token.isdigit() or int(token) >= len(cur):
+            index = index_of(token, len(cur))
+            if index is None:
                 raise KeyError(pointer)
-            cur = cur[int(token)]
+            cur = cur[index]
         else:
             raise KeyError(pointer)
     return cur

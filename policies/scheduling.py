@@ -29,8 +29,9 @@ _INT = patterns.compile(r"[+-]?[0-9]+")
 
 
 def _int64(text: str) -> int | None:
-    """strconv.ParseInt(text, 10, 64): optional sign and decimal digits only."""
-    if not _INT.fullmatch(text):
+    """strconv.ParseInt(text, 10, 64): optional sign and decimal digits only (an int64 has at most
+    19 digits; longer text is out of range, and ``int()`` of thousands of digits raises)."""
+    if len(text) > 20 or not _INT.fullmatch(text):
         return None
     value = int(text)
     return value if -(2**63) <= value < 2**63 else None

@@ -21,6 +21,20 @@ def as_mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def small_int(value: str, digits: int = 18) -> int | None:
+    """``value`` as a non-negative integer when it is 1 to ``digits`` ASCII digits, else None
+    (``"²".isdigit()`` is true, and ``int()`` of thousands of digits raises)."""
+    if not value or len(value) > digits or not value.isascii() or not value.isdigit():
+        return None
+    return int(value)
+
+
+def index_of(token: str, size: int) -> int | None:
+    """An array-index token (RFC 6901) that names an element of a list of ``size`` items."""
+    index = small_int(token)
+    return index if index is not None and index < size else None
+
+
 def text(value: Any, limit: int = 120) -> str:
     """``value`` shown in a message, in at most about ``limit`` characters, whatever it is.
 

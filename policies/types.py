@@ -67,6 +67,22 @@ class Violation:
     anchor: str = "spec"  # "spec" or "metadata" of the pod template; "object" for object rules
     severity: Severity | None = None
     remediation: str | None = None
+    # How much the problem grants, for rules where an update can make it worse in place (a device
+    # variable from "0" to "all"): an UPDATE is denied when a finding's scope grows
+    # (policies.identity).  0: the finding has no degrees.
+    scope: int = 0
+
+
+# C0 and C1 controls (escape sequences, carriage returns, newlines), and the Unicode line
+# separators and bidirectional overrides that make text display other than it reads.
+_UNSAFE = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {
+    c: f"\\u{c:04x}" for c in (0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters, line separators and bidi overrides escaped (``\\x1b``)."""
+    return text.translate(_UNSAFE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +96,15 @@ class Finding:
     name: str
     namespace: str
     fix: tuple[PatchOp, ...] = field(default=())
+    scope: int = 0  # Violation.scope
+
+    def __post_init__(self) -> None:
+        # Messages and names carry strings from objects; a terminal, a log or kubectl must show
+        # them as text, never run an escape sequence or reorder a line with them.
+        for name in ("message", "name", "namespace", "kind"):
+            value = getattr(self, name)
+            if not value.isprintable():
+                object.__setattr__(self, name, printable(value))
 
     def fix_dicts(self) -> list[dict[str, JSONValue]] | None:
         return [op.to_dict() for op in self.fix] if self.fix else None

@@ -57,7 +57,7 @@ from policies.engine import Evaluation, IgnoreUse
 from policies.facts import ClusterFacts
 from policies.identity import new_findings
 from policies.podspec import misshapen_templates
-from policies.types import Finding, Severity
+from policies.types import Finding, Severity, printable
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -293,14 +293,25 @@ def ignore_warnings(uses: Sequence[IgnoreUse]) -> list[str]:
     out = []
     for use in uses:
         where = pointer.to_dotted(use.pointer).rsplit(".annotations", 1)[0] or "metadata"
-        names = ",".join(use.rules)
-        if use.honoured:
-            out.append(fit_path(f"gpuguard.io/ignore skips {names} at ", where))
-        else:
+        if not use.honoured:
             out.append(fit_path("gpuguard.io/ignore not honoured here (allowIgnoreAnnotation) at ", where))
+        elif use.skipped:
+            out.append(fit_path(f"gpuguard.io/ignore skips {_listed(use.skipped)} at ", where))
+        if use.kept:
+            out.append(fit_path(f"gpuguard.io/ignore cannot skip {', '.join(use.kept)} (allowIgnoreRules) at ", where))
         if use.unknown:
-            out.append(fit_path(f"gpuguard.io/ignore names no rule: {', '.join(use.unknown)} at ", where))
+            hints = dict(use.suggestions)
+            named = ", ".join(
+                f"{n[:40]} (did you mean {hints[n]}?)" if n in hints else n[:40] for n in use.unknown[:3]
+            )
+            more = f" and {len(use.unknown) - 3} more" if len(use.unknown) > 3 else ""
+            out.append(fit_path(f"gpuguard.io/ignore names no rule: {named}{more} at ", where))
     return out
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    shown = ",".join(names[:4])
+    return shown if len(names) <= 4 else f"{shown} and {len(names) - 4} more"
 
 
 def _target(req: AdmissionRequest) -> tuple[str, str]:
@@ -406,12 +417,13 @@ def encode_response(uid: str, verdict: Verdict) -> bytes:
         response["status"] = {
             "metadata": {},
             "status": "Failure",
-            "message": verdict.message,
+            # Lines of findings; what came from the object (names, paths) is escaped.
+            "message": "\n".join(printable(line) for line in verdict.message.split("\n")),
             "reason": verdict.reason,
             "code": verdict.code,
         }
     if verdict.warnings:
-        response["warnings"] = verdict.warnings
+        response["warnings"] = [printable(w) for w in verdict.warnings]
     if verdict.patch:
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(orjson.dumps(verdict.patch)).decode("ascii")

@@ -263,10 +263,21 @@ class AdmissionEndpoint:
                 self.metrics.count_ignore_use("unknown_rule")
             user = req.username or "unknown user"
             log.warning(
-                "gpuguard.io/ignore=%s on %s %s/%s uid=%s by %s: %s%s", ",".join(use.rules), req.kind, req.namespace,
+                "gpuguard.io/ignore=%s on %s %s/%s uid=%s by %s: %s%s%s", _names(use.rules), req.kind, req.namespace,
                 req.name, req.uid, user, "honoured" if use.honoured else "not honoured (allowIgnoreAnnotation)",
-                f"; unknown rule ids {', '.join(use.unknown)}" if use.unknown else "",
+                f"; not for {', '.join(use.kept)} (allowIgnoreRules)" if use.kept else "",
+                f"; unknown rule ids {_names(use.unknown)}" if use.unknown else "",
             )
+
+
+LOGGED_NAMES = 20
+
+
+def _names(names: tuple[str, ...]) -> str:
+    """At most LOGGED_NAMES names of an annotation, each cut to 63 characters: a log line stays short
+    however many a client sends (60,000 names made a 1.2 M-character line)."""
+    shown = ",".join(n[:63] for n in names[:LOGGED_NAMES])
+    return shown if len(names) <= LOGGED_NAMES else f"{shown} (+{len(names) - LOGGED_NAMES} more)"
 
 
 def _content_length(scope: Scope) -> int | None:

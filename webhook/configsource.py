@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 from gpuguard.sources.configfile import load_config_file
-from gpuguard.sources.yamlsafe import InputError
+from gpuguard.sources.yamlsafe import InputError, load_all_plain
 from policies.config import Config
 
 log = logging.getLogger("gpuguard.config")
@@ -52,24 +54,30 @@ class ReloadingConfig:
         return self._config
 
     def _read_digest(self) -> str | None:
-        try:
-            return hashlib.sha256(self.path.read_bytes()).hexdigest()
-        except OSError:
-            return None
+        content = _read_regular(self.path)
+        return None if content is None else hashlib.sha256(content).hexdigest()
 
     def check(self) -> str | None:
         """Reload if the file changed; the result ("ok", "invalid", "unreadable") or None if unchanged."""
-        digest = self._read_digest()
+        content = _read_regular(self.path)
+        digest = None if content is None else hashlib.sha256(content).hexdigest()
         if digest == self._digest:
             return None
-        if digest is None:
+        if content is None or digest is None:
             # A ConfigMap update never removes the file; keep the last good config meanwhile
             # (and report it once, not at every check).
             self._digest = None
-            log.error("config %s cannot be read; keeping the config loaded at %s", self.path, _when(self.loaded_at))
+            log.error("config %s cannot be read (or is no regular file); keeping the config loaded at %s",
+                      self.path, _when(self.loaded_at))
             return self._report("unreadable")
         self._digest = digest
         try:
+            if not _holds_a_document(content, str(self.path)):
+                # What a truncated or half-written file looks like; applying it would reset every
+                # setting to the permissive defaults.
+                log.error("config %s holds no settings (empty); keeping the config loaded at %s", self.path,
+                          _when(self.loaded_at))
+                return self._report("invalid")
             config, _ = load_config_file(str(self.path))
         except InputError as exc:
             log.error("config %s is invalid, keeping the previous one: %s", self.path, exc.message)
@@ -88,6 +96,45 @@ class ReloadingConfig:
         while True:
             await asyncio.sleep(interval)
             self.check()
+
+
+MAX_CONFIG_BYTES = 1 << 20  # a ConfigMap holds at most 1 MiB
+
+
+def _holds_a_document(content: bytes, name: str) -> bool:
+    """Whether the YAML holds a non-empty document (comments and blank lines alone are none)."""
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        return True  # let the loader say what is wrong with it
+    return any(d is not None for d in load_all_plain(text, name))
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """The file's bytes when it is a regular file of at most MAX_CONFIG_BYTES; None otherwise.
+
+    Opened without blocking and checked before reading: a FIFO at the path would otherwise hang
+    every reload (and the event loop) while /healthz kept answering."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CONFIG_BYTES:
+            return None
+        chunks = []
+        size = 0
+        while chunk := os.read(fd, 65536):
+            size += len(chunk)
+            if size > MAX_CONFIG_BYTES:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _when(timestamp: float) -> str:

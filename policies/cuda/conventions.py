@@ -25,12 +25,13 @@ Conventions, in the order they are tried:
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
 from policies import patterns
-from policies.cuda.image import ImageCuda, ImageRef, cuda_from_image, parse_image
+from policies.boundedcache import small_key_cache
+from policies.cuda.image import MAX_REFERENCE_CHARS, ImageCuda, ImageRef, cuda_from_image, parse_image
 from policies.cuda.tables import tables
 from policies.cuda.versions import format_version, parse_version
 
@@ -205,9 +206,23 @@ def _plain(ref: ImageRef) -> Offline | None:
     return None
 
 
-@functools.lru_cache(maxsize=4096)
+DIGEST_NOTE = "by its tag; the runtime pulls the pinned digest, whose config a registry lookup reads"
+
+
+@small_key_cache(maxsize=4096, max_key_chars=MAX_REFERENCE_CHARS + 16)
 def offline_cuda(reference: str, arch: str = "amd64") -> Offline:
-    """What the image reference alone says, for linux/``arch``."""
+    """What the image reference alone says, for linux/``arch``.  A reference pinned by digest as
+    well (``repo:tag@sha256:…``) is judged by its tag, and says so: the runtime pulls the digest."""
+    found = _offline_cuda(reference, arch)
+    ref = parse_image(reference) if found.status != "unknown" and "@" in reference else None
+    if ref is None or ref.digest is None or ref.tag is None:
+        return found
+    source = f"{found.source} ({DIGEST_NOTE})"
+    cuda = dataclasses.replace(found.cuda, source=f"{found.cuda.source} ({DIGEST_NOTE})") if found.cuda else None
+    return dataclasses.replace(found, source=source, cuda=cuda)
+
+
+def _offline_cuda(reference: str, arch: str) -> Offline:
     known = cuda_from_image(reference)
     if known is not None:
         convention = {"nvidia/cuda image tag": "nvidia-cuda", "pytorch/pytorch image tag": "pytorch"}.get(

@@ -16,12 +16,12 @@ sets itself.  Without either, gpuguard judges by CUDA compatibility alone, as be
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from policies import patterns
+from policies.boundedcache import small_key_cache
 from policies.cuda.conventions import Offline, offline_cuda
 from policies.cuda.environment import PodEnv, final_environment, image_value, pod_env
 from policies.cuda.require import (
@@ -131,7 +131,7 @@ def container_need(
 MEMO_KEY_CHARS = 2048
 
 
-@functools.lru_cache(maxsize=2048)
+@small_key_cache(maxsize=2048, max_key_chars=8192)
 def _offline_need(
     image: str, values: tuple[tuple[str, EnvValue], ...], opened: bool, explicit: Resolution | None, arch: str
 ) -> Need:

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from policies import patterns
+from policies.shapes import small_int
 
 EXPR_MAX = 128  # dsl.c: the buffer an unsatisfied expression is formatted into
 _UINTMAX_MAX = 2**64 - 1
@@ -448,7 +449,8 @@ def cuda_floor(texts: Iterable[str | None]) -> tuple[int, ...] | None:
         for atom in (parse_atom(a) for a in first.split(",") if a):
             if atom and _ascii_lower(atom.prop) == "cuda" and atom.cmp in (Cmp.GREATER_EQUAL, Cmp.GREATER):
                 parts = atom.value.split(".")
-                if all(p.isdigit() for p in parts):
-                    floor = tuple(int(p) for p in parts)
+                numbers = [small_int(p, 9) for p in parts]
+                if all(n is not None for n in numbers):
+                    floor = tuple(n for n in numbers if n is not None)
                     best = floor if best is None or floor > best else best
     return best

@@ -28,6 +28,7 @@ from policies.cuda.need import Need
 from policies.cuda.require import Check, Device, Start, check
 from policies.cuda.versions import Version, format_version, major_minor
 from policies.facts import LABEL_PRODUCT, cuda_version_of, driver_version_of
+from policies.shapes import small_int
 
 LABEL_COMPUTE = ("nvidia.com/gpu.compute.major", "nvidia.com/gpu.compute.minor")
 
@@ -37,7 +38,8 @@ def device_of(labels: Mapping[str, str], driver: Version | None) -> Device:
     if cuda is None and driver is not None:
         cuda = knowledge().native_cuda(driver)
     major, minor = (labels.get(k) for k in LABEL_COMPUTE)
-    arch = f"{int(major)}.{int(minor)}" if major and minor and major.isdigit() and minor.isdigit() else None
+    major_n, minor_n = small_int(major or "", 4), small_int(minor or "", 4)
+    arch = f"{major_n}.{minor_n}" if major_n is not None and minor_n is not None else None
     return Device(
         cuda=format_version(major_minor(cuda)) if cuda else None,
         driver=format_version(driver) if driver else None,

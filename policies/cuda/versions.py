@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from policies.shapes import small_int
+
 Version = tuple[int, ...]
+MAX_PARTS = 8  # no version has more components; longer text is no version
 
 
 def parse_version(text: object) -> Version | None:
     """``"12.4.1"`` → ``(12, 4, 1)``; None for anything that is not dot-separated integers."""
     if isinstance(text, bool) or not isinstance(text, str | int | float):
         return None
-    parts = str(text).strip().split(".")
-    if not parts or not all(p.isdigit() for p in parts):
+    parts = str(text).strip().split(".", MAX_PARTS)
+    numbers = [small_int(p, 9) for p in parts]
+    if len(parts) > MAX_PARTS or not all(n is not None for n in numbers):
         return None
-    return tuple(int(p) for p in parts)
+    return tuple(n for n in numbers if n is not None)
 
 
 def format_version(version: Version) -> str:

@@ -15,10 +15,10 @@ answer with a sound one.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Hashable
 from typing import Any
 
+from policies.boundedcache import small_key_cache
 from policies.digest import digest
 from policies.dra.cel import CompiledSelector, MatchResult, ast, compile_selector
 from policies.dra.cel.references import reference_of
@@ -58,7 +58,7 @@ def _reads(root: ast.Expr) -> tuple[Read, ...] | None:
     return tuple(found)
 
 
-@functools.lru_cache(maxsize=2048)
+@small_key_cache(maxsize=2048, max_key_chars=10 * 1024)
 def _reads_of(expression: str) -> tuple[Read, ...] | None:
     root = compile_selector(expression).program_root  # the tree depends on the text alone
     return None if root is None else _reads(root)

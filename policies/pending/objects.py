@@ -301,7 +301,7 @@ class PodReader:
         return found
 
     def _requests(self, obj: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
-        requests = pod_requests(pod_template(obj), self._wanted)
+        requests = pod_requests(pod_template(obj), self._wanted, overhead=False)  # added after pod-level
         pod_level = _quantities(as_dict(spec.get("resources")).get("requests"))
         for res in POD_LEVEL_RESOURCES:
             if res in pod_level:

@@ -295,8 +295,16 @@ def _env_violations(
                 f"container {c.name!r} requests no GPU but sets {name} to {shown}; the runtime then exposes "
                 f"GPUs that the device plugin did not allocate: request GPUs in resources.limits or remove {name}"
             )
-        yield Violation(message=message, path=path)
+        yield Violation(message=message, path=path, scope=_scope(value))
     return frozenset(last)
+
+
+def _scope(value: object) -> int:
+    """How many devices a variable's value reaches: 2 for all of them (``all`` anywhere in the list,
+    or a value gpuguard cannot see), 1 for a list of devices."""
+    if not isinstance(value, str) or "all" in (part.strip().lower() for part in value.split(",")):
+        return 2
+    return 1
 
 
 def _env_from_violations(ctx: RuleContext, c: ContainerRef, with_gpus: bool, reach: _Reach) -> Iterator[Violation]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 import pytest
+import yaml
 
 from policies import ClusterFacts, evaluate, load_config
 from policies.config import Config
@@ -187,10 +188,48 @@ def test_ignore_annotation_use_is_a_warning_and_unknown_rules_are_named(example_
     pod["metadata"]["annotations"] = {"gpuguard.io/ignore": "gpu-limit-missing, gpu-limt-missing"}
     verdict = decide(review("CREATE", pod), example_facts)
     assert verdict.allowed
-    assert "gpuguard.io/ignore skips gpu-limit-missing,gpu-limt-missing at metadata" in verdict.warnings
-    assert "gpuguard.io/ignore names no rule: gpu-limt-missing at metadata" in verdict.warnings
+    # One message per fact: what it skips (rule ids only), and the names that are no rule, with the nearest.
+    assert "gpuguard.io/ignore skips gpu-limit-missing at metadata" in verdict.warnings
+    assert ("gpuguard.io/ignore names no rule: gpu-limt-missing (did you mean gpu-limit-missing?) at metadata"
+            in verdict.warnings)
     [use] = verdict.ignore_uses
     assert use.honoured and use.unknown == ("gpu-limt-missing",)
+
+
+def _bypass_pod() -> dict[str, Any]:
+    pod = bad_pod()
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}
+    pod["spec"]["tolerations"] = [{"operator": "Exists"}]
+    pod["spec"]["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+    return pod
+
+
+@pytest.mark.parametrize("names", ["all", "gpu-device-access-bypass", "gpu-device-access-bypass,gpu-limit-missing"])
+def test_the_ignore_annotation_never_skips_the_allocation_guard_unless_the_config_lists_it(
+    example_facts: ClusterFacts, names: str
+) -> None:
+    """Issue: with allowIgnoreAnnotation true, `gpuguard.io/ignore: all` skipped every rule, device
+    access included, for anyone who may create pods."""
+    pod = _bypass_pod()
+    pod["metadata"]["annotations"] = {"gpuguard.io/ignore": names}
+    honouring = load_config({"allowIgnoreAnnotation": True})
+    verdict = decide(review("CREATE", pod), example_facts, honouring)
+    assert not verdict.allowed and "[gpu-device-access-bypass]" in verdict.message
+    assert ("gpuguard.io/ignore cannot skip gpu-device-access-bypass (allowIgnoreRules) at metadata"
+            in verdict.warnings)
+    listed = load_config({"allowIgnoreAnnotation": True, "allowIgnoreRules": ["gpu-device-access-bypass"]})
+    assert decide(review("CREATE", pod), example_facts, listed).allowed
+
+
+def test_the_shipped_policy_refuses_the_ignore_annotation(example_facts: ClusterFacts) -> None:
+    from tests.support.paths import ROOT
+
+    shipped = load_config(yaml.safe_load((ROOT / "deploy" / "gpuguard-config.yaml").read_text()))
+    pod = _bypass_pod()
+    pod["metadata"]["annotations"] = {"gpuguard.io/ignore": "all"}
+    verdict = decide(review("CREATE", pod), example_facts, shipped)
+    assert any(w.startswith("gpuguard.io/ignore not honoured here") for w in verdict.warnings)
+    assert verdict.would_deny  # enforcement: warn in the shipped policy
 
 
 @pytest.mark.parametrize(
@@ -230,8 +269,10 @@ def test_a_pod_bound_to_a_node_is_judged_against_that_node(example_facts: Cluste
     pod["spec"]["nodeName"] = "t4-pool-1"  # created bound to a 1-GPU node: no scheduler, no other node
     verdict = decide(review("CREATE", pod), example_facts)
     assert not verdict.allowed and "[gpu-exceeds-node-capacity]" in verdict.message
-    pod["spec"]["nodeName"] = "no-such-node"  # unknown to the facts: facts rules cannot judge it
-    assert decide(review("CREATE", pod), example_facts).allowed
+    pod["spec"]["nodeName"] = "no-such-node"  # unknown to the facts: facts rules cannot judge it, and it says so
+    verdict = decide(review("CREATE", pod), example_facts)
+    assert verdict.allowed
+    assert "gpu-unschedulable: the pod is bound to node 'no-such-node', which the cluster facts do not list" in verdict.warnings
 
 
 def _h100_deployment() -> dict[str, Any]:
