@@ -16,9 +16,23 @@ Floods:
 * ``kinds``: 60 reviews whose ``request.kind.kind`` is 5 MiB, then 5,000 with distinct kinds; the
   ``/metrics`` scrape size after it is reported too.
 
-Goal: every peak under the shipped memory limit (512 MiB) and /metrics small.
+And those of the adversarial review (issue 21), each with a victim: one client sending ordinary
+reviews one after another while the attack runs, counted as late past the webhooks' 5 s timeout
+(under ``failurePolicy: Ignore`` a late review is an admission):
+
+* ``idle-sockets``: 1,500 idle TCP sockets from another address (127.0.0.2), then 20 fresh reviews;
+* ``redos``: one attacker connection posting distinct reviews to ``/mutate`` and ``/validate`` with a
+  32 KiB ``pytorch/pytorch:111…1-`` image and a 40 KiB ``{{…`` nodeSelector value;
+* ``cel``: 5 attacker connections posting distinct 117 KiB ResourceClaimTemplates of 12 CEL
+  selectors;
+* ``memory``: 500 reviews with distinct 1 MiB images, then 12 concurrent 5.9 MiB reviews.
+
+Goal: every peak under the shipped memory limit (512 MiB), /metrics small, and no victim review late.
+``--server-root``/``--server-python`` run another checkout's ``gpuguard serve`` (the previous
+release, say) under the same floods, for before/after figures from one machine.
 
     .venv/bin/python bench/flood_bench.py [--only headers,kinds]
+    .venv/bin/python bench/flood_bench.py --server-root ../old --server-python ../old/.venv/bin/python
 """
 
 from __future__ import annotations
@@ -95,15 +109,19 @@ def answers(target: Target) -> bool:
     return health.status_code == 200 and verdict.status_code == 200 and verdict.json()["response"]["allowed"]
 
 
+SERVER = {"root": ROOT, "python": Path(sys.executable)}
+
+
 def start(work: Path, cert: Path, key: Path, ca: Path) -> Target:
     port, health_port = free_port(), free_port()
+    root, python = SERVER["root"], SERVER["python"]
     cmd = [
-        sys.executable, "-m", "gpuguard.cli", "serve", "--tls-cert", str(cert), "--tls-key", str(key),
+        str(python), "-m", "gpuguard.cli", "serve", "--tls-cert", str(cert), "--tls-key", str(key),
         "--host", "127.0.0.1", "--port", str(port), "--health-port", str(health_port),
         "--cluster", str(EXAMPLE_CLUSTER),
     ]
     log = (work / f"serve-{port}.log").open("wb")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
+    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.DEVNULL, stderr=log)
     target = Target(proc, port, health_port, ca)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -264,19 +282,203 @@ async def flood_kinds(target: Target) -> str:
     return f"60 x 5 MiB kinds: HTTP {huge}; 5,000 distinct kinds: HTTP {small}; /metrics {len(scrape.content):,} bytes"
 
 
+TIMEOUT = 5.0  # the shipped webhooks' timeoutSeconds
+
+
+class Victim:
+    """Ordinary reviews sent one after another on their own connection while an attack runs."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.latencies: list[float] = []
+        self.failed = 0
+        self.stopped = asyncio.Event()
+
+    async def run(self) -> None:
+        async with httpx.AsyncClient(verify=self.target.context(), timeout=30) as client:
+            n = 0
+            while not self.stopped.is_set():
+                n += 1
+                started = time.perf_counter()
+                try:
+                    response = await client.post(
+                        f"https://127.0.0.1:{self.target.port}/validate", content=_victim_body(n),
+                        headers={"Content-Type": "application/json"},
+                    )
+                    if response.status_code != 200:
+                        self.failed += 1
+                except httpx.HTTPError:
+                    self.failed += 1
+                self.latencies.append(time.perf_counter() - started)
+
+    def summary(self) -> str:
+        lat = sorted(self.latencies)
+        if not lat:
+            return "victim: no review answered"
+        late = sum(1 for x in lat if x > TIMEOUT)
+        p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+        return (f"victim: {len(lat)} reviews, {late} ({100 * late / len(lat):.0f} %) later than {TIMEOUT:.0f} s, "
+                f"p50 {lat[len(lat) // 2] * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, max {lat[-1] * 1000:.0f} ms, "
+                f"{self.failed} failed")
+
+
+def _victim_body(n: int) -> bytes:
+    obj = json.loads(REVIEW.read_text())["request"]["object"]
+    obj["metadata"]["name"] = f"victim-{n}"
+    obj["spec"]["containers"][0]["image"] = f"registry.example.com/team/app:{n}"
+    return review_body(obj)
+
+
+async def _with_victim(target: Target, attack: Coroutine[Any, Any, str]) -> str:
+    victim = Victim(target)
+    running = asyncio.ensure_future(victim.run())
+    try:
+        outcome = await attack
+    finally:
+        victim.stopped.set()
+        await running
+    return f"{outcome}; {victim.summary()}"
+
+
+async def _attack_posts(target: Target, bodies: Callable[[int], tuple[str, bytes]], seconds: float,
+                        connections: int) -> str:
+    """``connections`` attacker connections posting ``bodies(n)`` (endpoint, body) for ``seconds``."""
+    sent = 0
+    statuses: dict[int, int] = {}
+    end = time.monotonic() + seconds
+    async with httpx.AsyncClient(verify=target.context(), timeout=60,
+                                 limits=httpx.Limits(max_connections=connections)) as client:
+        async def attacker(k: int) -> None:
+            nonlocal sent
+            n = k
+            while time.monotonic() < end:
+                endpoint, body = bodies(n)
+                n += connections
+                try:
+                    response = await client.post(f"https://127.0.0.1:{target.port}/{endpoint}", content=body,
+                                                 headers={"Content-Type": "application/json"})
+                    statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+                except httpx.HTTPError:
+                    statuses[0] = statuses.get(0, 0) + 1
+                sent += 1
+
+        await asyncio.gather(*(attacker(k) for k in range(connections)))
+    return f"{sent} attack reviews over {seconds:.0f} s: HTTP {statuses}"
+
+
+async def flood_idle_sockets(target: Target) -> str:
+    sockets: list[asyncio.StreamWriter] = []
+    for _ in range(1500):
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", target.port, local_addr=("127.0.0.2", 0))
+            sockets.append(writer)
+        except OSError:
+            pass
+    answered = 0
+    latencies = []
+    async with httpx.AsyncClient(verify=target.context(), timeout=TIMEOUT) as client:
+        for n in range(20):
+            started = time.perf_counter()
+            try:
+                response = await client.post(f"https://127.0.0.1:{target.port}/validate", content=_victim_body(n),
+                                             headers={"Content-Type": "application/json"})
+                answered += response.status_code == 200
+            except httpx.HTTPError:
+                pass
+            latencies.append(time.perf_counter() - started)
+    held = sum(1 for w in sockets if not w.is_closing())
+    for writer in sockets:
+        writer.close()
+    return (f"1,500 idle sockets opened ({len(sockets)} accepted at connect); {answered}/20 fresh reviews answered "
+            f"within {TIMEOUT:.0f} s (slowest {max(latencies) * 1000:.0f} ms); {held} sockets still open")
+
+
+def _pytorch_review(n: int) -> tuple[str, bytes]:
+    obj = json.loads(REVIEW.read_text())["request"]["object"]
+    obj["metadata"]["name"] = f"redos-{n}"
+    obj["spec"]["containers"][0]["image"] = "pytorch/pytorch:" + "1" * (32 * 1024 + n % 7) + "-"
+    obj["spec"]["nodeSelector"] = {"pool": "{{" * (20 * 1024 + n % 5)}
+    return ("mutate" if n % 2 else "validate"), review_body(obj)
+
+
+async def flood_redos(target: Target) -> str:
+    return await _with_victim(target, _attack_posts(target, _pytorch_review, 30, 1))
+
+
+def _claim_template(n: int) -> tuple[str, bytes]:
+    selectors = [
+        {"cel": {"expression": " || ".join(
+            f"device.attributes['gpu.nvidia.com'].productName == 'NVIDIA-{n:06d}-{s:02d}-{i:04d}'" for i in range(125)
+        )}}
+        for s in range(12)
+    ]
+    obj = {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": f"cel-{n}", "namespace": "ml"},
+        "spec": {"spec": {"devices": {"requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "selectors": selectors}}
+        ]}}},
+    }
+    review = json.loads(REVIEW.read_text())
+    review["request"]["object"] = obj
+    review["request"]["kind"] = {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaimTemplate"}
+    review["request"]["resource"] = {"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaimtemplates"}
+    return "validate", json.dumps(review).encode()
+
+
+async def flood_cel(target: Target) -> str:
+    size = len(_claim_template(0)[1])
+    outcome = await _with_victim(target, _attack_posts(target, _claim_template, 30, 5))
+    return f"templates of {size / 1024:.0f} KiB: {outcome}"
+
+
+async def flood_memory(target: Target) -> str:
+    base = json.loads(REVIEW.read_text())["request"]["object"]
+
+    def distinct_image(n: int) -> bytes:
+        obj = json.loads(json.dumps(base))
+        obj["metadata"]["name"] = f"img-{n}"
+        obj["spec"]["containers"][0]["image"] = f"nvidia/cuda:{n}" + "9" * MIB
+        return review_body(obj)
+
+    images = await _post_all(target, distinct_image, 500, parallel=4)
+    after_images = target.memory_kib("VmRSS") / 1024
+
+    def large(n: int) -> bytes:
+        obj = json.loads(json.dumps(base))
+        obj["metadata"]["name"] = f"large-{n}"
+        c = obj["spec"]["containers"][0]
+        obj["spec"]["containers"] = [{**c, "name": f"c{i}-{n}", "env": [{"name": f"V{j}", "value": "x" * 96}
+                                                                          for j in range(40)]}
+                                     for i in range(1150)]
+        return review_body(obj)
+
+    sample = len(large(0))
+    bodies = await _post_all(target, large, 12, parallel=12)
+    return (f"500 reviews with distinct 1 MiB images: HTTP {images}, RSS after them {after_images:.0f} MiB; "
+            f"12 concurrent {sample / MIB:.1f} MiB reviews: HTTP {bodies}")
+
+
 FLOODS: dict[str, Callable[[Target], Coroutine[Any, Any, str]]] = {
     "headers": flood_headers,
     "connections": flood_connections,
     "bodies": flood_bodies,
     "annotations": flood_annotations,
     "kinds": flood_kinds,
+    "idle-sockets": flood_idle_sockets,
+    "redos": flood_redos,
+    "cel": flood_cel,
+    "memory": flood_memory,
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default=",".join(FLOODS), help="comma-separated floods to run")
+    parser.add_argument("--server-root", type=Path, default=ROOT, help="the checkout whose gpuguard serve runs")
+    parser.add_argument("--server-python", type=Path, default=Path(sys.executable), help="its Python")
     args = parser.parse_args(argv)
+    SERVER.update(root=args.server_root.resolve(), python=args.server_python.absolute())
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in FLOODS]
     if unknown:
@@ -313,8 +515,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<13}{idle:>9.0f}{peak:>9.0f}{peak / idle:>10.2f}{after:>10.0f}{seconds:>7.1f}  {answered}")
         ok = ok and still and peak < LIMIT_MIB
     for name, *_, outcome in rows:
+        ok = ok and " later than" not in outcome.replace(" 0 (0 %) later than", "")
         print(f"  {name}: {outcome}")
-    print(("PASS" if ok else "MISS") + f" every peak under {LIMIT_MIB} MiB and the server answering after each flood")
+    print(("PASS" if ok else "MISS") + f" every peak under {LIMIT_MIB} MiB, the server answering after each flood "
+          "and no victim review late")
     return 0 if ok else 1
 
 
