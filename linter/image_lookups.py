@@ -26,8 +26,9 @@ def look_up_images(
     texts: Iterable[tuple[str, str]], config: Config, facts: ClusterFacts, settings: RegistrySettings
 ) -> ResolvedImages:
     """Resolve every GPU container image of ``texts`` (name, text); notes go to stderr."""
-    pairs = pairs_in(_objects(texts), config, gpu_node_arches(facts, config))
+    pairs, quiet = pairs_in(_objects(texts), config, gpu_node_arches(facts, config))
     view, cache_problem = prefetch(settings, pairs)
+    view.quiet = quiet
     for note in [*failure_notes(view), *([cache_problem] if cache_problem else [])]:
         sys.stderr.write(f"gpuguard lint: note: {note}\n")
     return view

@@ -17,6 +17,9 @@ class ImageUse:
     image: str  # as written in the pod
     pointer: str  # RFC 6901 pointer to the container's "image" field in the object
     container: str
+    # Only gpu-device-access-bypass reads it (a container without GPUs): a lookup that fails or is
+    # still pending is not worth a word, as offline knowledge judges such images well enough.
+    quiet: bool = False
 
 
 def images_in(
@@ -52,13 +55,15 @@ def images_in(
         if not is_gpu_related(pod, config):
             continue
         ignored = ignored_rules(obj, pod, config)
-        chosen: set[tuple[str | int, ...]] = set()
+        cuda: set[tuple[str | int, ...]] = set()
+        device_env: set[tuple[str | int, ...]] = set()
         if RULE_ID in rules and RULE_ID not in ignored:
-            chosen.update(c.path for c in judged_containers(pod, config.is_gpu))
+            cuda.update(c.path for c in judged_containers(pod, config.is_gpu))
         if BYPASS_ID in rules and BYPASS_ID not in ignored:
-            chosen.update(c.path for c in image_env_containers(pod, config.is_gpu))
+            device_env.update(c.path for c in image_env_containers(pod, config.is_gpu))
         for c in pod.containers:
             image = c.container.get("image")
-            if c.path in chosen and isinstance(image, str) and image.strip():
-                found.append(ImageUse(image, jsonpointer.join(pod.spec_pointer, (*c.path, "image")), c.name))
+            if (c.path in cuda or c.path in device_env) and isinstance(image, str) and image.strip():
+                at = jsonpointer.join(pod.spec_pointer, (*c.path, "image"))
+                found.append(ImageUse(image, at, c.name, quiet=c.path not in cuda))
     return tuple(found)

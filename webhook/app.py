@@ -157,18 +157,23 @@ class AdmissionEndpoint:
         try:
             obj = req.obj
 
-            def compute() -> tuple[tuple[str, str], ...]:
-                return tuple(pairs_in((obj,), config, gpu_node_arches(facts, config)))
+            def compute() -> tuple[tuple[tuple[str, str], ...], frozenset[str]]:
+                pairs, quiet = pairs_in((obj,), config, gpu_node_arches(facts, config))
+                return tuple(pairs), quiet
 
             try:
                 content = _image_pairs_content(obj)  # 16 bytes, however large the object is
             except TooDeep:
                 content = None
             if content is None:
-                pairs = compute()
+                pairs, quiet = compute()
             else:
-                pairs = facts.memoised(ReviewImagePairsKey(id(config), content), compute, owner=config)
-            return await self.images.prepare(pairs) if pairs else None
+                pairs, quiet = facts.memoised(ReviewImagePairsKey(id(config), content), compute, owner=config)
+            if not pairs:
+                return None
+            view = await self.images.prepare(pairs)
+            view.quiet = quiet
+            return view
         except Exception:  # lookups are advisory: a fault here must not fail the review
             log.exception("%s: image lookups failed for uid=%s", self.endpoint, req.uid)
             return None

@@ -97,5 +97,5 @@ def failure_notes(view: ResolvedImages) -> list[str]:
     return [
         f"image {image} (linux/{arch}): {lookup.detail}; judged by offline knowledge"
         for (image, arch), lookup in view.items()
-        if lookup.status == "failed"
+        if lookup.status == "failed" and image.strip() not in view.quiet
     ]

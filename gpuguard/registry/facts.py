@@ -25,8 +25,10 @@ Pair = tuple[str, str]  # (image as written, arch)
 class ResolvedImages:
     """What the face knows, fixed before evaluation: lookups never do I/O."""
 
-    def __init__(self, results: Mapping[Pair, ImageLookup]) -> None:
+    def __init__(self, results: Mapping[Pair, ImageLookup], quiet: frozenset[str] = frozenset()) -> None:
         self._results = dict(results)
+        # Images only gpu-device-access-bypass reads: no note or warning when their lookup fails.
+        self.quiet = quiet
 
     def lookup(self, image: str, arch: str) -> ImageLookup | None:
         return self._results.get((image.strip(), arch))
@@ -52,11 +54,17 @@ def gpu_node_arches(facts: ClusterFacts, config: Config) -> tuple[str, ...]:
     return facts.memoised(GpuNodeArchesKey(id(config)), compute, owner=config, pinned=True)
 
 
-def pairs_in(objects: Iterable[dict[str, Any]], config: Config, arches: tuple[str, ...]) -> list[Pair]:
-    """(image, arch) of every GPU container image in ``objects``, each once, in order."""
+def pairs_in(
+    objects: Iterable[dict[str, Any]], config: Config, arches: tuple[str, ...]
+) -> tuple[list[Pair], frozenset[str]]:
+    """(image, arch) of every image the engine would look up in ``objects``, each once, in order;
+    and the images among them that only ``gpu-device-access-bypass`` reads (``ImageUse.quiet``)."""
     seen: dict[Pair, None] = {}
+    loud: set[str] = set()
+    quiet: set[str] = set()
     for obj in objects:
         for use in images_in(obj, config):
+            (quiet if use.quiet else loud).add(use.image.strip())
             for arch in arches:
                 seen.setdefault((use.image, arch), None)
-    return list(seen)
+    return list(seen), frozenset(quiet - loud)

@@ -142,6 +142,8 @@ def warnings_for(view: ResolvedImages) -> list[str]:
     """One admission warning per image whose registry facts are missing: pending or failed."""
     out: dict[str, None] = {}
     for (image, _arch), lookup in view.items():
+        if image.strip() in view.quiet:
+            continue
         if lookup.status == "pending":
             out[_fit("gpuguard: image ", image, ": registry lookup pending; judged by offline knowledge")] = None
         elif lookup.status == "failed":

@@ -102,7 +102,8 @@ def test_ignore_annotation_is_warned_logged_and_counted(server: Server) -> None:
     with server.client() as client:
         answer = call(client, "validate", review("CREATE", pod))
         assert answer["allowed"] is True
-        assert "gpuguard.io/ignore names no rule: gpu-limit-mising at metadata" in answer["warnings"]
+        assert ("gpuguard.io/ignore names no rule: gpu-limit-mising (did you mean gpu-limit-missing?) at metadata"
+                in answer["warnings"])
         metrics = client.get("/metrics").text
     assert 'gpuguard_ignore_annotation_uses_total{result="honoured"}' in metrics
     assert 'gpuguard_ignore_annotation_uses_total{result="unknown_rule"}' in metrics

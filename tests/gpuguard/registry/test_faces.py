@@ -18,6 +18,7 @@ import httpx
 import pytest
 import yaml
 
+from gpuguard.registry.facts import ResolvedImages
 from policies.config import Config, load_config
 from policies.engine import Evaluation, evaluate
 from policies.facts import ClusterFacts
@@ -36,7 +37,8 @@ def pod(name: str, *images: str) -> dict[str, Any]:
     containers = [
         {"name": f"c{i}", "image": image, "resources": {"limits": {"nvidia.com/gpu": 1}}} for i, image in enumerate(images)
     ]
-    containers.append({"name": "sidecar", "image": "busybox:1.36"})  # no GPU: never looked up
+    # No GPU: looked up for the NVIDIA_VISIBLE_DEVICES its image may set (gpu-device-access-bypass).
+    containers.append({"name": "sidecar", "image": "busybox:1.36"})
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"}, "spec": {"containers": containers}}
 
 
@@ -82,7 +84,8 @@ def test_lint_looks_up_gpu_images_caches_them_and_notes_failures(basic_registry:
     [config] = cached_entries(tmp_path, "configs")
     assert ["CUDA_VERSION", "12.4.1"] in config["config"]["env"]
     assert [t["key"] for t in cached_entries(tmp_path, "tags")] == [f"{basic_registry.host}/cuda/app:12.4"]
-    assert [f["key"] for f in cached_entries(tmp_path, "failures")] == [f"{basic_registry.host}/cuda/app:9.9 linux/amd64"]
+    failures = sorted(f["key"] for f in cached_entries(tmp_path, "failures"))
+    assert failures == sorted([f"{basic_registry.host}/cuda/app:9.9 linux/amd64", "busybox:1.36 linux/amd64"])
 
     offline = run(["lint", "pod.yaml", "--registry", "--offline"], env, tmp_path)
     assert "usage" in offline.stderr and offline.returncode == 2  # contradictory flags are a usage error
@@ -180,7 +183,9 @@ def test_webhook_first_review_is_pending_later_reviews_use_the_result(
             assert view is not None
             pending = view.lookup(image, "amd64")
             assert pending is not None and pending.status == "pending"
-            assert view.lookup("busybox:1.36", "amd64") is None  # not a GPU container: not looked up
+            # Not a GPU container: looked up for its image's NVIDIA_VISIBLE_DEVICES, but never warned about.
+            assert isinstance(view, ResolvedImages) and "busybox:1.36" in view.quiet
+            assert not any("busybox" in w for w in first["warnings"])
             service = app.state.image_lookups
             await asyncio.wait_for(asyncio.gather(*service._in_flight.values()), timeout=20)
             second, _ = await post(client, review_of(pod("b", image)))
@@ -189,9 +194,10 @@ def test_webhook_first_review_is_pending_later_reviews_use_the_result(
             assert found is not None and found.status == "found"
             assert found.config is not None and ("CUDA_VERSION", "12.4.1") in found.config.env
             text = (await client.get("/metrics")).text
-            assert 'gpuguard_image_lookups_total{result="hit"} 1' in text
-            assert 'gpuguard_image_lookups_total{result="miss"} 1' in text
-            assert 'gpuguard_image_lookups_total{result="pending"} 1' in text
+            # The GPU image and the sidecar's (busybox:1.36, on Docker Hub, which tests cannot reach).
+            assert 'gpuguard_image_lookups_total{result="hit"} 2' in text
+            assert 'gpuguard_image_lookups_total{result="miss"} 2' in text
+            assert 'gpuguard_image_lookups_total{result="pending"} 2' in text
             await service.aclose()
 
     asyncio.run(scenario())
@@ -220,7 +226,7 @@ def test_webhook_never_waits_past_its_budget_for_a_hanging_registry(hostile: Hos
             assert warning.startswith(f"gpuguard: image {image}: registry lookup failed")
             assert len(warning) <= 120
             text = (await client.get("/metrics")).text
-            assert 'gpuguard_image_lookups_total{result="failure"} 1' in text
+            assert 'gpuguard_image_lookups_total{result="failure"} 2' in text  # the sidecar's too, unsaid
             await service.aclose()
 
     asyncio.run(scenario())
