@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from policies.facts import ClusterFacts
+from policies.podresources import container_requests
 from policies.podspec import PodTemplate
 from policies.shapes import as_dict, as_list
 from policies.signals import (
@@ -64,7 +65,7 @@ def _nonempty_list(value: object) -> bool:
     return isinstance(value, list) and bool(value)
 
 
-def template_profile(pod: PodTemplate) -> TemplateProfile:
+def template_profile(pod: PodTemplate, is_gpu: Callable[[str], bool] | None = None) -> TemplateProfile:
     dra_claims = _nonempty_list(pod.spec.get("resourceClaims"))
     device_env_ = privileged = False
     for c in pod.containers:
@@ -80,16 +81,18 @@ def template_profile(pod: PodTemplate) -> TemplateProfile:
         isinstance(path := as_dict(as_dict(vol).get("hostPath")).get("path"), str) and is_device_host_path(path)
         for vol in as_list(pod.spec.get("volumes"))
     )
-    access = device_env_ or device_host_path or privileged or has_device_access(pod)
+    access = device_env_ or device_host_path or privileged or has_device_access(pod, is_gpu)
     return TemplateProfile(dra_claims, device_env_, device_host_path, privileged, access)
 
 
-def has_device_access(pod: PodTemplate) -> bool:
+def has_device_access(pod: PodTemplate, is_gpu: Callable[[str], bool] | None = None) -> bool:
     """Whether a container of ``pod`` may reach devices other than through its requests: a device
     variable, an envFrom source that may define one, an image that sets one, a mount where the
     runtime reads device requests, a hostPath that is or holds device nodes, a privileged
     container, or a CDI annotation (policies.signals; a superset of what
-    gpu-device-access-bypass reports, and the engine's pre-filter for pods without GPUs)."""
+    gpu-device-access-bypass reports, and the engine's pre-filter for pods without GPUs).  With
+    ``is_gpu``, the images of containers that request devices are not looked at: only a container
+    without devices keeps its image's variable."""
     for key in as_dict(pod.metadata.get("annotations")):
         if is_cdi_annotation(key):
             return True
@@ -110,7 +113,9 @@ def has_device_access(pod: PodTemplate) -> bool:
         for source in as_list(container.get("envFrom")):
             if isinstance(source, dict) and env_from_may_set(source.get("prefix")):
                 return True
-        if image_default(container.get("image")) is not None:
+        if image_default(container.get("image")) is not None and not (
+            is_gpu is not None and (container_requests(c, is_gpu) or as_list(c.resources.get("claims")))
+        ):
             return True
         for mount in as_list(container.get("volumeMounts")):
             if isinstance(mount, dict) and (

@@ -63,11 +63,16 @@ class WeightedLRU(Generic[K, V]):
 
 def key_chars(value: Any) -> int:
     """The characters of the strings in a key (tuples and frozensets walked; others count 8)."""
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str:
         return len(value)
-    if isinstance(value, tuple | frozenset):
-        return 8 + sum(key_chars(v) for v in value)
-    return 8
+    if kind is not tuple and kind is not frozenset:
+        return 8
+    total = 8
+    for item in value:
+        kind = type(item)
+        total += len(item) if kind is str else key_chars(item) if kind is tuple or kind is frozenset else 8
+    return total
 
 
 def small_key_cache(maxsize: int, max_key_chars: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -76,13 +81,20 @@ def small_key_cache(maxsize: int, max_key_chars: int) -> Callable[[Callable[P, R
     long), so the cache holds at most ``maxsize × max_key_chars`` characters of keys."""
 
     def decorate(fn: Callable[P, R]) -> Callable[P, R]:
-        cached = functools.lru_cache(maxsize=maxsize)(fn)
+        cached: Any = functools.lru_cache(maxsize=maxsize)(fn)
+        plain: Any = fn
 
         @functools.wraps(fn)
         def call(*args: P.args, **kwargs: P.kwargs) -> R:
-            if kwargs or key_chars(args) > max_key_chars:
+            if kwargs:
                 return fn(*args, **kwargs)
-            return cached(*args)
+            first = args[0] if len(args) == 1 else None
+            if type(first) is str:  # the usual call: one string
+                chosen = cached if len(first) <= max_key_chars else plain
+            else:
+                chosen = cached if key_chars(args) <= max_key_chars else plain
+            result: R = chosen(*args)
+            return result
 
         call.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
         call.cache_info = cached.cache_info  # type: ignore[attr-defined]

@@ -405,7 +405,7 @@ def _check(
         dra=dra,
     )
     wide = facts.memoised(SnapshotProfileKey(), lambda: snapshot_profile(facts), pinned=True)
-    profile = Profile(template_profile(pod), wide)
+    profile = Profile(template_profile(pod, config.is_gpu), wide)
     for rule_id, module, options, needs_facts, needs_scheduling, applies in _plan(config, facts):
         budget.check()
         if rule_id in ignored:

@@ -45,9 +45,10 @@ class ImageRef:
         return self.repository == suffix or self.repository.endswith("/" + suffix)
 
 
+@small_key_cache(maxsize=4096, max_key_chars=MAX_REFERENCE_CHARS)
 def parse_image(reference: str) -> ImageRef | None:
     ref = reference.strip()
-    if not ref or any(c.isspace() for c in ref):
+    if not ref or len(ref.split(None, 1)) != 1:  # whitespace inside: no reference
         return None
     name, _, digest = ref.partition("@")
     tag: str | None = None
