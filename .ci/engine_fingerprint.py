@@ -11,7 +11,7 @@ Evaluates, against several sets of cluster facts (none, examples/cluster.yaml, a
   ``admission.encode_response`` (the response bytes), and through ``policies.engine.evaluate``
   (every finding's rule, severity, path, message, remediation, kind, name, namespace and fix ops;
   skipped rules, placeholders, ignore-annotation uses; and ``Evaluation.patch()``);
-* every document of the public corpus (../shared/corpus: real manifests; admission reviews wrapped
+* every document of the public corpus (tests/corpus: real manifests; admission reviews wrapped
   as v1 AdmissionReviews), the same way;
 * every document of tests/fixtures and examples/manifests, the rule fixtures with their own config,
   cluster and image facts.
@@ -51,7 +51,7 @@ from policies.images import ImageConfig, ImageFacts, ImageLookup  # noqa: E402
 from policies.registry import RULES  # noqa: E402
 from webhook import admission  # noqa: E402
 
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = ROOT / "tests" / "corpus"
 FIXTURES = ROOT / "tests" / "fixtures"
 EXAMPLE_CLUSTER = ROOT / "examples" / "cluster.yaml"
 VALIDATE_CONFIG = Config()

@@ -59,7 +59,7 @@ def resolve_all(counts: Counter[str]) -> list[dict[str, object]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus" / "real")
+    parser.add_argument("--corpus", type=Path, default=ROOT / "tests" / "corpus" / "real")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     args = parser.parse_args()
     if not args.corpus.is_dir():

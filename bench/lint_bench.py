@@ -49,7 +49,7 @@ def _ruamel_load(files: list[Path]) -> tuple[float, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=10)
-    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus" / "real")
+    parser.add_argument("--corpus", type=Path, default=ROOT / "tests" / "corpus" / "real")
     parser.add_argument("--repeat", type=int, default=3, help="best of N runs of each measurement")
     args = parser.parse_args()
     sources = sorted(p for p in args.corpus.iterdir() if p.suffix in (".yaml", ".yml", ".json"))

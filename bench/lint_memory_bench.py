@@ -96,7 +96,7 @@ def duplicate_on_line_2(path: Path, size: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 4, 16, 64], help="MB (10^6 bytes)")
-    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus" / "real")
+    parser.add_argument("--corpus", type=Path, default=ROOT / "tests" / "corpus" / "real")
     args = parser.parse_args()
     texts = corpus_texts(args.corpus)
     if not texts:

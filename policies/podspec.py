@@ -24,7 +24,7 @@ list index.  Four shapes exist:
 The webhook configuration in ``deploy/`` is tested against this table, so adding a kind here
 and forgetting the webhook rules fails the suite.
 
-Sources for the paths: upstream CRD schemas/examples in ../shared/corpus/real (see SOURCES.tsv)
+Sources for the paths: upstream CRD schemas/examples in tests/corpus/real (see SOURCES.tsv)
 and the projects' API types (kubeflow/trainer, ray-project/kuberay, kubernetes-sigs/jobset,
 kubernetes-sigs/lws, kserve/kserve, volcano-sh/volcano, kubeflow/katib).
 """

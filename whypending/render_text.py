@@ -1,9 +1,10 @@
 """Plain text for a terminal: one block per pod, reasons in the order of what fixes them, each with
-its evidence and a hint, then the GPU pools and the notes.  Lines wrap to the terminal's width."""
+its evidence and a hint, then the GPU pools and the notes.  Lines wrap to the terminal's width, and only on a terminal."""
 
 from __future__ import annotations
 
 import shutil
+import sys
 import textwrap
 
 from policies.pending.diagnose import PodDiagnosis
@@ -14,7 +15,14 @@ KIND_WIDTH = 18  # the longest kind, device-plugin-down
 MIN_WIDTH, MAX_WIDTH = 80, 160
 
 
+NO_WRAP = 1 << 20
+
+
 def width() -> int:
+    """The terminal's width (within MIN_WIDTH and MAX_WIDTH); no wrapping when stdout is not a
+    terminal (a pipe or a file keeps each line whole, for grep)."""
+    if not sys.stdout.isatty():
+        return NO_WRAP
     return max(MIN_WIDTH, min(MAX_WIDTH, shutil.get_terminal_size((100, 24)).columns))
 
 

@@ -1,6 +1,6 @@
 """An audit as policy reports: one per namespace, and one cluster-wide report for cluster-scoped objects.
 
-Two APIs, both validated against their CRDs (../shared/reference/policyreport/, copied unmodified
+Two APIs, both validated against their CRDs (tests/reference/policyreport/, copied unmodified
 from kubernetes-sigs/wg-policy-prototypes and openreports/reports-api):
 
 * ``wgpolicyk8s.io/v1alpha2`` PolicyReport / ClusterPolicyReport (Kyverno, Policy Reporter);

@@ -74,7 +74,10 @@ def _strtoumax(text: str, pos: int) -> tuple[int, int]:
         end += 1
     if end == pos:
         return 0, pos
-    value = int(text[pos:end])
+    digits = text[pos:end].lstrip("0")
+    # strtoumax saturates; past 20 digits the value is over UINTMAX_MAX anyway (and int() of
+    # thousands of digits would raise).
+    value = _UINTMAX_MAX if len(digits) > 20 else int(digits or "0")
     return (min(value, _UINTMAX_MAX), end)
 
 

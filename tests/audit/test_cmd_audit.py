@@ -14,9 +14,9 @@ import yaml
 from gpuguard.cli import main as gpuguard
 from tests.support.fake_apiserver import ALL_RESOURCES, FakeApiServer, serving
 from tests.support.kubeconfig import write_kubeconfig
-from tests.support.paths import FIXTURES, SARIF_SCHEMA, requires_shared
+from tests.support.paths import FIXTURES, SARIF_SCHEMA
 from tests.support.prometheus import HistorySeries, prometheus_with_history
-from tests.support.reports import POLICYREPORT, validate_report
+from tests.support.reports import validate_report
 
 AUDIT = FIXTURES / "audit"
 WORKLOADS = str(AUDIT / "workloads.yaml")
@@ -102,7 +102,6 @@ def test_json_has_lints_shape_with_the_object_and_its_change(capsys: pytest.Capt
         ("Tesla-T4 (g4dn.xlarge)", 3, 3, 0)}
 
 
-@requires_shared(SARIF_SCHEMA)
 def test_sarif_validates_and_names_the_objects(capsys: pytest.CaptureFixture[str]) -> None:
     import jsonschema  # type: ignore[import-untyped]
 
@@ -118,7 +117,6 @@ def test_sarif_validates_and_names_the_objects(capsys: pytest.CaptureFixture[str
     assert locations["physicalLocation"]["artifactLocation"]["uri"] == WORKLOADS
 
 
-@requires_shared(POLICYREPORT)
 @pytest.mark.parametrize("fmt", ["policyreport", "openreports"])
 def test_report_formats_are_lists_of_valid_reports(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run([WORKLOADS, "--cluster", BEFORE, "--format", fmt], capsys)

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.paths import ROOT, SARIF_SCHEMA, requires_shared
+from tests.support.paths import ROOT, SARIF_SCHEMA
 from tests.support.project import snapshot_repo
 from tests.support.tools import tool
 
@@ -188,7 +188,6 @@ def _uris(sarif: dict[str, Any]) -> list[str]:
     return [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in sarif["runs"][0]["results"]]
 
 
-@requires_shared(SARIF_SCHEMA)
 def test_lints_paths_writes_sarif_and_fails(runner: Runner, installed: dict[str, dict[str, str]]) -> None:
     import jsonschema  # type: ignore[import-untyped]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.paths import FIXTURES, ROOT, SARIF_SCHEMA, requires_shared
+from tests.support.paths import FIXTURES, ROOT, SARIF_SCHEMA
 from tests.support.tools import tool
 
 CHART = FIXTURES / "helm" / "gpuapp"
@@ -49,7 +49,6 @@ def _source_lines(rendered: str) -> dict[str, int]:
     }
 
 
-@requires_shared(SARIF_SCHEMA)
 def test_sarif_names_the_templates_helm_rendered() -> None:
     import jsonschema  # type: ignore[import-untyped]
 

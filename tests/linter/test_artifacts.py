@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.support.lint import line_of, only_rules, run_lint
-from tests.support.paths import FIXTURES, SARIF_SCHEMA, requires_shared
+from tests.support.paths import FIXTURES, SARIF_SCHEMA
 
 LINT = FIXTURES / "lint"
 RENDERED = (LINT / "helm-rendered.yaml").read_text()
@@ -30,7 +30,6 @@ def _source_line(text: str, template: str) -> int:
     return line_of(text, f"# Source: {template}")[0]
 
 
-@requires_shared(SARIF_SCHEMA)
 def test_sarif_of_helm_stdin_names_the_templates(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -147,7 +146,6 @@ def test_documents_without_source_after_helm_ones_keep_the_stdin_name(
     assert f"file=all.yaml,line={pod_line}," in out
 
 
-@requires_shared(SARIF_SCHEMA)
 def test_input_errors_in_a_rendered_template_point_at_it(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

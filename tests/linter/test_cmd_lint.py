@@ -18,7 +18,7 @@ from linter.report import Report
 from policies import ClusterFacts, load_config
 from policies.registry import RULES
 from tests.support.lint import line_of, only_rules, run_lint
-from tests.support.paths import FIXTURES, SARIF_SCHEMA, requires_shared
+from tests.support.paths import FIXTURES, SARIF_SCHEMA
 
 LINT = FIXTURES / "lint"
 
@@ -192,7 +192,6 @@ def test_list_items_get_item_pointers(
     assert report["summary"]["objects"] == 2
 
 
-@requires_shared(SARIF_SCHEMA)
 def test_sarif_validates_and_has_exact_regions(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from gpuguard.cli import main as gpuguard
-from tests.support.paths import CORPUS, FIXTURES, requires_shared
+from tests.support.paths import CORPUS, FIXTURES
 
 REAL = CORPUS / "real"
 PINS = FIXTURES / "corpus-expected.json"
@@ -37,7 +37,7 @@ GKE = FIXTURES / "clusters" / "gke.yaml"
 GKE_POOLS = FIXTURES / "clusters" / "gke-pools.yaml"
 GOOGLE = "GoogleCloudPlatform__"
 
-pytestmark = [requires_shared(REAL), pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 
 def _lint(args: list[str]) -> dict[str, Any]:

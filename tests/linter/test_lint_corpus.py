@@ -12,12 +12,12 @@ from gpuguard.sources.yamlsafe import read_text
 from linter.lint import lint_text
 from policies import ClusterFacts, Config
 from tests.support.lint import run_lint
-from tests.support.paths import CORPUS, requires_shared
+from tests.support.paths import CORPUS
 
 REAL = CORPUS / "real"
 TEMPLATES = CORPUS / "helm-templates"
 
-pytestmark = [requires_shared(REAL), pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 
 def _files(directory: Path) -> list[Path]:
@@ -41,7 +41,6 @@ def test_every_real_manifest_is_linted(capsys: pytest.CaptureFixture[str], monke
         assert finding["line"] >= 1 and finding["column"] >= 1
 
 
-@requires_shared(TEMPLATES)
 def test_unrendered_templates_are_input_errors(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.support.lint import line_of, run_lint
-from tests.support.paths import CORPUS, FIXTURES, requires_shared
+from tests.support.paths import CORPUS, FIXTURES
 from tests.support.proc import gpuguard
 
 MIXED = FIXTURES / "dra" / "nvidia-mixed-cluster.yaml"
@@ -33,7 +33,6 @@ def rules_at(report: dict[str, Any], rule: str) -> list[tuple[str, int, str]]:
     return sorted((Path(f["file"]).name, f["line"], f["path"]) for f in report["findings"] if f["rule"] == rule)
 
 
-@requires_shared(DEMOS)
 def test_a_mistyped_request_is_found_through_the_template_in_the_same_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -51,7 +50,6 @@ def test_a_mistyped_request_is_found_through_the_template_in_the_same_file(
     assert rules_at(clean, "gpu-dra-request-reference") == []
 
 
-@requires_shared(DEMOS)
 def test_templates_of_other_files_of_the_run_resolve_but_the_same_file_wins(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -73,7 +71,6 @@ def test_templates_of_other_files_of_the_run_resolve_but_the_same_file_wins(
     assert rules_at(report, "gpu-dra-request-reference") == []
 
 
-@requires_shared(DEMOS)
 def test_against_a_dra_snapshot(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     imex = DEMOS / "NVIDIA__k8s-dra-driver-gpu__demo__specs__quickstart__v1__imex-test1.yaml"
     gpu_test6 = DEMOS / "NVIDIA__k8s-dra-driver-gpu__demo__specs__quickstart__v1__gpu-test6.yaml"
@@ -112,7 +109,6 @@ def test_an_extended_resource_served_by_dra_is_known_capacity(
     assert "dra-h100-0" in cuda["message"] and "570.124.06" in cuda["message"]
 
 
-@requires_shared(DEMOS)
 def test_a_stream_is_read_once_and_resolves_its_own_and_the_runs_templates(tmp_path: Path) -> None:
     """/dev/stdin can be read only once: its pods resolve to its own templates and those of the
     regular files of the run, and it is linted (not drained by the collection of templates)."""

@@ -37,7 +37,7 @@ def _documents() -> list[tuple[str, dict[str, Any], ClusterFacts]]:
             path: Path = rule_dir / name
             if not path.exists():
                 continue
-            for i, doc in enumerate(yaml.safe_load_all(path.read_text())):
+            for i, doc in enumerate(yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader)):
                 if isinstance(doc, dict):
                     for label, f in (("facts", facts), ("no-facts", ClusterFacts.empty())):
                         out.append((f"{rule_dir.name}/{name}#{i}@{label}", doc, f))

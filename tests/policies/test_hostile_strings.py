@@ -151,8 +151,9 @@ def test_no_string_makes_the_engine_slow_or_fail(where: str, value: str) -> None
         "1e" + "9" * 5000,
         "/dev/" + "../" * 10000 + "nvidia0",
         ",".join(f"gpu-rule-{i}" for i in range(6000)),  # the issue's 60,000-name ignore, within 64 KiB
+        "cuda>=" + "0" * 20000,  # found by the property above: strtoumax of a 20,000-digit number
     ],
-    ids=["pytorch-tag", "braces", "dollars", "dots", "digits", "exponent", "dotdot", "names"],
+    ids=["pytorch-tag", "braces", "dollars", "dots", "digits", "exponent", "dotdot", "names", "zeros"],
 )
 def test_the_issues_inputs_in_every_field(where: str, value: str) -> None:
     obj = base_pod()

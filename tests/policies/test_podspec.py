@@ -13,7 +13,7 @@ import yaml
 from policies import pointer
 from policies.config import load_config
 from policies.podspec import WORKLOADS, extract
-from tests.support.paths import CORPUS, FIXTURES, requires_shared
+from tests.support.paths import CORPUS, FIXTURES
 
 PODSPEC_FIXTURES = FIXTURES / "podspec"
 FILES = sorted(PODSPEC_FIXTURES.glob("*.yaml"))
@@ -107,7 +107,7 @@ def _corpus_docs() -> list[Any]:
         return []
     out = []
     for path in sorted(real.iterdir()):
-        for i, doc in enumerate(yaml.safe_load_all(path.read_text())):
+        for i, doc in enumerate(yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader)):
             if isinstance(doc, dict) and (doc.get("apiVersion", "").rpartition("/")[0], doc.get("kind")) in {
                 (w.group, w.kind) for w in WORKLOADS
             }:
@@ -155,7 +155,6 @@ def _wildcard_collections(obj: dict[str, Any], pattern: tuple[str, ...]) -> list
 WILDCARD_LOCATIONS = [(w, loc) for w in WORKLOADS for loc in w.locations if loc.wildcard is not None]
 
 
-@requires_shared(CORPUS)
 @pytest.mark.parametrize(
     ("workload", "location"), WILDCARD_LOCATIONS, ids=[f"{w.kind}:{'/'.join(loc.pattern)}" for w, loc in WILDCARD_LOCATIONS]
 )

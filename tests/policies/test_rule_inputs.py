@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gpuguard.sources.loader import parse_text
 from gpuguard.sources.snapshot import load_cluster_facts
 from policies.config import Config
@@ -18,7 +20,7 @@ from policies.memo import rule_results_key
 from policies.podspec import PodTemplate, extract
 from policies.rule_inputs import PROJECTED_SHAPES, TOKEN_VOLUME, UNREAD, annotations_read, spec_read
 from tests.support.admission import TOKEN_MOUNT_PATH, TOKEN_VOLUME_SOURCE, token_mount, token_volume
-from tests.support.paths import CORPUS, EXAMPLES, FIXTURES, ROOT, requires_shared
+from tests.support.paths import CORPUS, EXAMPLES, FIXTURES, ROOT
 
 
 def _pod(**spec: Any) -> PodTemplate:
@@ -218,7 +220,7 @@ def _documents() -> list[tuple[str, dict[str, Any]]]:
     return docs
 
 
-@requires_shared(CORPUS)
+@pytest.mark.slow  # the corpus, the fixtures and 200 generated reviews
 def test_replicas_get_the_findings_of_a_fresh_evaluation() -> None:
     """Two replicas share every template key; evaluated apart they get the same findings, and the
     second, served from the memo the first filled, gets what a fresh evaluation gives it."""
@@ -325,6 +327,7 @@ def _with_unread_changes(pod: dict[str, Any]) -> dict[str, Any]:
     return dict(rename(other))
 
 
+@pytest.mark.slow
 def test_fuzzed_pods_never_break_the_key_and_equal_keys_mean_equal_findings() -> None:
     rng, config = random.Random(20261201), Config()
     pairs = 0

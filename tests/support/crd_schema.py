@@ -17,6 +17,7 @@ The CRDs are in tests/fixtures/crds (SOURCES.md says where each comes from).
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,7 +93,7 @@ def _rules(schema: Any, value: Any, path: str) -> Iterator[tuple[str, str, Any]]
 
 class CRD:
     def __init__(self, path: Path) -> None:
-        (doc,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        (doc,) = [d for d in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader) if d]
         if doc.get("kind") != "CustomResourceDefinition":
             raise CRDSchemaError(f"{path}: not a CustomResourceDefinition")
         spec = doc["spec"]
@@ -128,6 +129,7 @@ class CRD:
         return problems
 
 
+@functools.cache
 def load_crds(directory: Path = CRDS) -> dict[tuple[str, str], CRD]:
     crds = [CRD(p) for p in sorted(directory.glob("*.yaml"))]
     return {(c.group, c.kind): c for c in crds}

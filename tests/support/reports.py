@@ -1,4 +1,4 @@
-"""Validate policy reports against the CRDs in ../shared/reference/policyreport (unmodified copies).
+"""Validate policy reports against the CRDs in tests/reference/policyreport (unmodified copies).
 
 The API server validates a custom resource against its CRD's ``openAPIV3Schema`` and silently
 prunes fields the schema does not declare.  A pruned field is a field lost, so these validators are

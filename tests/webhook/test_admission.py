@@ -19,7 +19,7 @@ from policies.config import Config, load_config
 from policies.engine import evaluate
 from policies.facts import ClusterFacts
 from policies.rules import gpu_limit_missing
-from tests.support.paths import CORPUS, FIXTURES, requires_shared
+from tests.support.paths import CORPUS, FIXTURES
 from webhook import admission
 from webhook.app import StaticFacts, create_app
 from webhook.metrics import Metrics
@@ -95,7 +95,6 @@ def _corpus_files() -> list[Path]:
     return sorted(CORPUS_REVIEWS.glob("*")) if CORPUS_REVIEWS.is_dir() else []
 
 
-@requires_shared(CORPUS_REVIEWS)
 @pytest.mark.parametrize("path", _corpus_files(), ids=lambda p: p.name[:60])
 def test_corpus_payloads_are_not_v1_reviews(path: Path) -> None:
     """Bare AdmissionRequests and v1beta1 YAML reviews from public repos are refused, as JSON too."""
@@ -108,7 +107,6 @@ def test_corpus_payloads_are_not_v1_reviews(path: Path) -> None:
             admission.parse_review(as_json)
 
 
-@requires_shared(CORPUS_REVIEWS)
 def test_corpus_bare_request_is_answered_once_wrapped() -> None:
     """The same bytes wrapped in a v1 envelope are a valid review and get an allowed verdict."""
     bare = json.loads((CORPUS_REVIEWS / "kubewarden__container-resources-policy__test_data__"

@@ -20,7 +20,7 @@ from certs.tls import Bundle, generate_bundle
 from tests.support.admission import review
 from tests.support.fake_apiserver import DRA_RESOURCES, FakeApiServer, serving
 from tests.support.kubeconfig import write_kubeconfig
-from tests.support.paths import CORPUS, requires_shared
+from tests.support.paths import CORPUS
 from tests.support.webhook_server import LOCAL_SANS, Server, call, start_server, stop_server, wait_for
 from tests.webhook.test_live_dra import serve_cluster
 
@@ -58,7 +58,6 @@ def validate(server: Server, obj: dict[str, Any]) -> dict[str, Any]:
         return call(client, "validate", review("CREATE", obj))
 
 
-@requires_shared(DEMOS)
 def test_a_claim_naming_a_missing_class_is_denied(server: Server) -> None:
     claim = demo("NVIDIA__k8s-dra-driver-gpu__demo__specs__quickstart__v1__imex-test1.yaml", "ResourceClaim")
     answer = validate(server, claim)
@@ -89,7 +88,6 @@ def test_a_template_no_node_can_satisfy_is_denied_naming_the_selector(server: Se
     )
 
 
-@requires_shared(DEMOS)
 def test_quickstart_objects_are_admitted(server: Server) -> None:
     for name in ("gpu-test1", "gpu-test4"):
         path = f"NVIDIA__k8s-dra-driver-gpu__demo__specs__quickstart__v1__{name}.yaml"
@@ -101,7 +99,6 @@ def test_quickstart_objects_are_admitted(server: Server) -> None:
     assert answer["allowed"] is True and "warnings" not in answer, answer
 
 
-@requires_shared(DEMOS)
 def test_a_pod_asking_for_a_request_its_cluster_template_lacks_is_denied(server: Server) -> None:
     deployment = demo("NVIDIA__k8s-dra-driver-gpu__demo__specs__quickstart__v1__gpu-test4.yaml", "Deployment")
     bad = copy.deepcopy(deployment)
@@ -113,7 +110,6 @@ def test_a_pod_asking_for_a_request_its_cluster_template_lacks_is_denied(server:
     assert "did you mean 'mig-2g-10gb'" in message
 
 
-@requires_shared(DEMOS)
 def test_an_extended_resource_served_by_dra_is_capacity(server: Server) -> None:
     """demo/specs/extended-resources/gpu-full.yaml: no node of the H100 pool advertises nvidia.com/gpu
     through a device plugin, but the gpu.nvidia.com DeviceClass serves it there."""
@@ -131,7 +127,6 @@ def test_an_extended_resource_served_by_dra_is_capacity(server: Server) -> None:
     assert "[gpu-unschedulable]" in message and "has 4 nvidia.com/gpu allocatable" in message
 
 
-@requires_shared(DEMOS)
 def test_warnings_for_a_pod_on_a_mixed_node_and_a_guarded_removed_attribute(server: Server) -> None:
     pod = demo("NVIDIA__k8s-dra-driver-gpu__demo__specs__extended-resources__gpu-full.yaml", "Pod")
     answer = validate(server, pod)

@@ -18,14 +18,14 @@ from gpuguard.audit.policyreport import REPORT_NAME
 from policies.config import Config
 from tests.support.fake_apiserver import ALL_RESOURCES, FakeApiServer, api_client, serving
 from tests.support.kubeconfig import write_kubeconfig
-from tests.support.paths import FIXTURES, ROOT, requires_shared
+from tests.support.paths import FIXTURES, ROOT
 from tests.support.reports import POLICYREPORT, validate_report
 from tests.support.webhook_server import LOCAL_SANS, start_server, stop_server, wait_for
 from webhook.configsource import StaticConfig
 from webhook.live_facts import LiveFacts
 from webhook.periodic_audit import PeriodicAudit, parse_interval
 
-pytestmark = [pytest.mark.integration, requires_shared(POLICYREPORT)]
+pytestmark = [pytest.mark.integration(POLICYREPORT)]
 
 AUDIT = FIXTURES / "audit"
 DEADLINE = 30.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,9 @@ def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def text(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str, columns: int = 100) -> str:
+    """why-pending's text on a terminal of ``columns`` (lines wrap only on a terminal)."""
     monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     assert main(["why-pending", *args]) == 0
     out: str = capsys.readouterr().out
     return out
@@ -74,6 +77,14 @@ def test_lines_fit_the_terminal_and_kinds_line_up(capsys: pytest.CaptureFixture[
         kinds = [line for line in body.splitlines() if line.startswith("  ") and not line.startswith("   ")]
         assert kinds and all(line[2:2 + KIND_WIDTH].rstrip() in (*dg.KINDS, "fits now") for line in kinds)
         assert all(line[2 + KIND_WIDTH] == " " for line in kinds)
+
+
+def test_a_pipe_keeps_each_line_whole(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                      dump: Path) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["why-pending", "--dump", str(dump), "-A"]) == 0  # stdout is no terminal here
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) > 80  # no line was cut to the 80 columns COLUMNS says
 
 
 def test_pools_and_notes(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, dump: Path) -> None:

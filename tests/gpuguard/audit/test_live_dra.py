@@ -21,7 +21,7 @@ from gpuguard.audit.model import AuditResult
 from gpuguard.kube.discovery import Discovery, RestClient
 from policies.config import load_config
 from tests.support.fake_apiserver import ALL_RESOURCES, DRA_RESOURCES, TYPE_META, FakeApiServer, api_client, serving
-from tests.support.paths import CORPUS, FIXTURES, requires_shared
+from tests.support.paths import CORPUS, FIXTURES
 
 pytestmark = pytest.mark.integration
 
@@ -64,7 +64,6 @@ def audit(api: FakeApiServer) -> tuple[AuditResult, list[str], bool]:
     return auditor.finish(), listed.notes, listed.facts.dra is not None
 
 
-@requires_shared(IMEX_TEST1)
 def test_claims_are_judged_against_the_clusters_device_classes(api: FakeApiServer) -> None:
     result, notes, has_dra = audit(api)
     assert notes == [] and result.errors == [] and has_dra
@@ -79,7 +78,6 @@ def test_claims_are_judged_against_the_clusters_device_classes(api: FakeApiServe
     assert api.list_calls["resourceclaims"] >= 2 and api.list_calls["resourceclaimtemplates"] >= 2  # facts + judged
 
 
-@requires_shared(IMEX_TEST1)
 def test_without_dra_served_nothing_of_it_is_listed_or_noted() -> None:
     state = start(dra=False)
     with serving(state):
@@ -88,7 +86,6 @@ def test_without_dra_served_nothing_of_it_is_listed_or_noted() -> None:
     assert all(f.ref.kind not in ("ResourceClaim", "ResourceClaimTemplate") for f in result.findings)
 
 
-@requires_shared(IMEX_TEST1)
 def test_a_dra_list_that_fails_drops_all_dra_facts_and_says_so(api: FakeApiServer) -> None:
     api.forbidden.add("resourceslices")
     result, notes, has_dra = audit(api)

@@ -14,10 +14,8 @@ from gpuguard.audit.model import LIVE, AuditResult
 from gpuguard.audit.policyreport import build_reports
 from gpuguard.sources.snapshot import load_cluster_facts
 from policies.config import Config
-from tests.support.paths import FIXTURES, requires_shared
-from tests.support.reports import POLICYREPORT, validate_report
-
-pytestmark = requires_shared(POLICYREPORT)
+from tests.support.paths import FIXTURES
+from tests.support.reports import validate_report
 
 AUDIT = FIXTURES / "audit"
 BEFORE = load_cluster_facts(str(AUDIT / "cluster-before.yaml"))

@@ -16,10 +16,10 @@ from gpuguard.sources.snapshot import load_cluster_facts
 from policies.config import Config
 from policies.facts import ClusterFacts
 from tests.support.fake_apiserver import FakeApiServer, api_client, serving
-from tests.support.paths import FIXTURES, requires_shared
+from tests.support.paths import FIXTURES
 from tests.support.reports import POLICYREPORT, validate_report
 
-pytestmark = [pytest.mark.integration, requires_shared(POLICYREPORT)]
+pytestmark = [pytest.mark.integration(POLICYREPORT)]
 
 AUDIT = FIXTURES / "audit"
 BEFORE = load_cluster_facts(str(AUDIT / "cluster-before.yaml"))

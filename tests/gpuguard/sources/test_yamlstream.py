@@ -19,7 +19,7 @@ from gpuguard.sources.yamlsafe import InputError
 from gpuguard.sources.yamlstream import MAX_OBJECT_CHARS, ListEnd, Unit, stream
 from linter.positions import locate
 from policies import pointer
-from tests.support.paths import CORPUS, FIXTURES, requires_shared
+from tests.support.paths import CORPUS, FIXTURES
 
 
 class _Reference(yaml.CSafeLoader):
@@ -93,7 +93,6 @@ def _corpus_files() -> list[Path]:
     return sorted((CORPUS / "real").glob("*.y*ml")) + sorted((FIXTURES / "lint").glob("*.y*ml"))
 
 
-@requires_shared(CORPUS)
 def test_corpus_data_and_every_position_agree_with_pyyaml() -> None:
     checked = 0
     for path in _corpus_files():

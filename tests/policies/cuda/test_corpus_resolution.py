@@ -11,7 +11,7 @@ from pathlib import Path
 from gpuguard.sources.yamlsafe import InputError, load_all_plain, read_text
 from policies.cuda.conventions import offline_cuda
 from policies.image_uses import images_in
-from tests.support.paths import CORPUS, requires_shared
+from tests.support.paths import CORPUS
 
 EXPECTED: dict[str, tuple[int, ...] | str] = {
     "docker.io/vllm/vllm-openai:v0.10.0": (12, 8, 1),
@@ -52,7 +52,6 @@ def _corpus_images(corpus: Path) -> set[str]:
     return found
 
 
-@requires_shared(CORPUS)
 def test_corpus_images_resolve_exactly_as_their_sources_say() -> None:
     images = _corpus_images(CORPUS / "real")
     assert len(images) >= 60 and set(EXPECTED) <= images

@@ -1,6 +1,6 @@
 """The image-name tables: shape, provenance, order, and rows checked against the cited text.
 
-Where the cited text is in shared/reference (cuda-images.md), rows are compared with it.
+Where the cited text is in tests/reference (cuda-images.md), rows are compared with it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from policies.cuda import conventions
 from policies.cuda.knowledge import knowledge
 from policies.cuda.tables import TABLE_FILES, tables
 from policies.cuda.versions import major_minor, parse_version
-from tests.support.paths import REFERENCE, requires_shared
+from tests.support.paths import REFERENCE
 
 REQUIRED_KEYS = {
     "image_conventions.json": {"id", "convention", "source"},
@@ -113,7 +113,7 @@ def test_tensorflow_rows_quote_their_table_line() -> None:
         assert line is not None and line.groups() == (row["version"], row["cuda"]), row
 
 
-# --- rows checked against shared/reference/cuda-images.md ----------------------------------------
+# --- rows checked against tests/reference/cuda-images.md ----------------------------------------
 
 
 def _reference() -> str:
@@ -142,7 +142,6 @@ def _cuda_cell(cell: str) -> str | None:
     return m.group(1)
 
 
-@requires_shared(REFERENCE)
 def test_ngc_month_rows_match_the_reference_table() -> None:
     section = _reference().split("## 3.", 1)[1].split("## 4.", 1)[0]
     stated: dict[str, str] = {}
@@ -158,7 +157,6 @@ def test_ngc_month_rows_match_the_reference_table() -> None:
     assert ours == stated
 
 
-@requires_shared(REFERENCE)
 def test_forward_compat_rows_match_the_reference_corrections() -> None:
     section = _reference().split("## 4.", 1)[1].split("## 5.", 1)[0]
     forward = knowledge().forward
@@ -171,7 +169,6 @@ def test_forward_compat_rows_match_the_reference_corrections() -> None:
             assert forward[key] == tuple((int(b),) for b in branches.split(", ")), version
 
 
-@requires_shared(REFERENCE)
 def test_triton_rows_fixed_per_the_reference() -> None:
     section = _reference().split("## 4.", 1)[1].split("## 5.", 1)[0]
     assert "docs/introduction/release_notes.md` @d3ee577e4" in section
@@ -182,7 +179,6 @@ def test_triton_rows_fixed_per_the_reference() -> None:
     assert "12.4.0.41" in section and ngc[("tritonserver", "24.03")].cuda == (12, 4, 0)
 
 
-@requires_shared(REFERENCE)
 def test_convention_examples_in_the_reference_resolve_as_stated() -> None:
     section = _reference().split("## 5.", 1)[1]
     tf = re.search(r"e\.g\.\s+(\d+\.\d+\.\d+) → CUDA (\d+\.\d+)", section)

@@ -1,7 +1,7 @@
 """The allocator against driver-shaped ResourceSlices and real demo claims.
 
 Claims come from the demos of NVIDIA's DRA driver and the DRA example driver (the public corpus in
-../shared/corpus, see its SOURCES.tsv, and kubernetes-sigs/dra-example-driver@31914cea) where the
+tests/corpus, see its SOURCES.tsv, and kubernetes-sigs/dra-example-driver@31914cea) where the
 demo states the expected outcome; fixtures are described in tests/fixtures/dra/*.yaml.
 """
 
@@ -16,7 +16,7 @@ from policies.dra import ClaimToAllocate, Inventory, allocate, read_objects
 from policies.dra.claims import parse_claim_spec
 from policies.dra.objects import DeviceID
 from policies.facts import ClusterFacts, NodeFacts
-from tests.support.paths import CORPUS, FIXTURES, load_yaml_docs, requires_shared
+from tests.support.paths import CORPUS, FIXTURES, load_yaml_docs
 
 NVIDIA = FIXTURES / "dra" / "nvidia-cluster.yaml"
 EXAMPLE = FIXTURES / "dra" / "example-driver-cluster.yaml"
@@ -46,7 +46,6 @@ def gpu(count: int = 1, cls: str = "gpu.nvidia.com", name: str = "gpu", **extra:
     return {"name": name, "exactly": {"deviceClassName": cls, "count": count, **extra}}
 
 
-@requires_shared(NVIDIA_DEMOS)
 def test_nvidia_quickstart_single_gpu_fits_every_gpu_node() -> None:
     """demo/specs/quickstart/v1/gpu-test1.yaml: one GPU per pod from class gpu.nvidia.com."""
     inventory, nodes = cluster(NVIDIA)
@@ -62,7 +61,6 @@ def test_nvidia_quickstart_single_gpu_fits_every_gpu_node() -> None:
     assert (diagnosis.reachable, diagnosis.class_matched, diagnosis.selected) == (6, 0, 0)
 
 
-@requires_shared(NVIDIA_DEMOS)
 def test_nvidia_mig_demo_needs_backtracking_to_one_parent() -> None:
     """demo/specs/quickstart/v1/gpu-test4.yaml: 1g.5gb, 1g.5gb, 2g.10gb and 3g.20gb with
     ``matchAttribute: gpu.nvidia.com/parentUUID``.  The first parent listed on mig-0 cannot host
@@ -78,7 +76,6 @@ def test_nvidia_mig_demo_needs_backtracking_to_one_parent() -> None:
     assert allocate(claims, inventory, nodes["a100-0"]).fits is False
 
 
-@requires_shared(NVIDIA_DEMOS)
 def test_removed_index_attribute_is_a_runtime_error_on_matching_gpus() -> None:
     """demo/specs/quickstart/v1/gpu-test6.yaml still selects on ``index``, which the driver dropped
     in v25.8.0 (kubernetes-sigs/dra-driver-nvidia-gpu#563/#744).  On A100s ``productName`` matches,

@@ -3,7 +3,7 @@
 Expressions are quoted from NVIDIA/k8s-dra-driver-gpu@22407113785e78c7763b4637689a201eb39c6199:
 test/e2e/framework/specs/{product-type,driver-version,memory-size}.yaml.tmpl (template
 placeholders filled in here), tests/bats/specs/gpu-cel-nomatch.yaml, and the demo specs in the
-public corpus (../shared/corpus/real, see SOURCES.tsv).
+public corpus (tests/corpus/real, see SOURCES.tsv).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from policies.dra import Inventory, read_objects
 from policies.dra.cel import compile_selector
 from policies.dra.inventory import Candidate
-from tests.support.paths import CORPUS, FIXTURES, load_yaml_docs, requires_shared
+from tests.support.paths import CORPUS, FIXTURES, load_yaml_docs
 
 GPU = "gpu.nvidia.com"
 PRODUCT = 'device.attributes["gpu.nvidia.com"].productName.lowerAscii().matches("^.*{pattern}.*$")'
@@ -73,7 +73,6 @@ def test_version_attribute_compared_with_a_string_is_visible_and_fails() -> None
     assert selector.evaluate(device.prepared).error == "no such overload"
 
 
-@requires_shared(CORPUS)
 def test_demo_selectors_compile_and_name_published_attributes(inventory: Inventory) -> None:
     """Every selector in NVIDIA's v1 demos compiles; the only attribute they name that the current
     driver no longer publishes is ``index`` (removed in v25.8.0; gpu-test6.yaml still uses it)."""

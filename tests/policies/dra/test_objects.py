@@ -11,7 +11,7 @@ import pytest
 from policies.dra import read_objects
 from policies.dra.claims import parse_claim_spec
 from policies.dra.inventory import Inventory
-from tests.support.paths import CORPUS, FIXTURES, load_yaml_docs, requires_shared
+from tests.support.paths import CORPUS, FIXTURES, load_yaml_docs
 
 
 def problems(spec: dict[str, Any], api_version: str = "resource.k8s.io/v1") -> set[tuple[str, str]]:
@@ -165,7 +165,6 @@ BROKEN = {
 }
 
 
-@requires_shared(CORPUS)
 @pytest.mark.parametrize("path", DRA_CORPUS, ids=lambda p: p.name)
 def test_real_dra_manifests_read_cleanly(path: Path) -> None:
     """Every public DRA manifest in the corpus is read without exceptions; those on a served API
@@ -179,7 +178,6 @@ def test_real_dra_manifests_read_cleanly(path: Path) -> None:
     assert found == BROKEN.get(path.name, set()), path.name
 
 
-@requires_shared(CORPUS)
 def test_stale_v1alpha2_selector_demo_is_reported() -> None:
     """NVIDIA demo/specs/selectors/claims.yaml still uses resource.k8s.io/v1alpha2 (dra.md §5.4)."""
     path = CORPUS / "real" / "NVIDIA__k8s-dra-driver-gpu__demo__specs__selectors__claims.yaml"

@@ -15,7 +15,7 @@ import yaml
 from linter import cmd_explain_image
 from policies import ClusterFacts, evaluate, load_config
 from policies.types import Severity
-from tests.support.paths import CORPUS, requires_shared
+from tests.support.paths import CORPUS
 
 RULE = "gpu-cuda-driver-mismatch"
 TOLERATE_ALL = [{"operator": "Exists"}]
@@ -199,7 +199,6 @@ def _corpus_docs() -> list[Any]:
     return docs
 
 
-@requires_shared(CORPUS)
 def test_corpus_never_crashes_and_messages_name_the_container(example_facts: ClusterFacts) -> None:
     docs = _corpus_docs()
     assert docs, "the corpus holds GPU manifests"

@@ -13,7 +13,7 @@ import yaml
 from policies import evaluate, load_config
 from policies.config import Config, ConfigError
 from policies.types import Finding, Severity
-from tests.support.paths import CORPUS, load_yaml_docs, requires_shared
+from tests.support.paths import CORPUS, load_yaml_docs
 
 NO_FACTS_RULES = (
     "gpu-limit-missing",
@@ -325,7 +325,6 @@ def _corpus_docs() -> list[Any]:
     return docs
 
 
-@requires_shared(CORPUS)
 def test_corpus_findings_are_well_formed_and_fixes_are_idempotent() -> None:
     docs = _corpus_docs()
     assert docs
@@ -346,7 +345,6 @@ def test_corpus_findings_are_well_formed_and_fixes_are_idempotent() -> None:
     assert {"gpu-shared-memory", "gpu-memory-limit-missing"} <= seen
 
 
-@requires_shared(CORPUS)
 @pytest.mark.parametrize(
     "name",
     [

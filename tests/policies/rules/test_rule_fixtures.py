@@ -37,7 +37,7 @@ _SEPARATOR = re.compile(r"^---[ \t]*$", re.MULTILINE)
 def _chunks(path: Path) -> list[tuple[str, Any]]:
     out = []
     for chunk in _SEPARATOR.split(path.read_text()):
-        doc = yaml.safe_load(chunk)
+        doc = yaml.load(chunk, Loader=yaml.CSafeLoader)
         if doc is not None:
             out.append((chunk, doc))
     return out
