@@ -1,5 +1,6 @@
 """Plain text for a terminal: one block per pod, reasons in the order of what fixes them, each with
-its evidence and a hint, then the GPU pools and the notes.  Lines wrap to the terminal's width, and only on a terminal."""
+its evidence and a hint, then the GPU pools and the notes.  Lines wrap to the terminal's width,
+and only on a terminal."""
 
 from __future__ import annotations
 
