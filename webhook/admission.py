@@ -263,17 +263,29 @@ def first_clause(message: str) -> str:
 def _elide_asides(message: str, room: int) -> str:
     """``message`` with the bracketed asides inside its first clause (a group followed by more of
     the clause: "needs CUDA 12.4 (from the tag …), which no node runs") replaced by "(…)", the
-    longest first, until the first clause fits in ``room`` or no such aside is left."""
-    while True:
-        ends, groups = _structure(message)
-        first_end = ends[0] if ends else len(message)
-        if first_end <= room:
-            return message
-        asides = [(s, e) for s, e in groups if e - s > 3 and message[e:first_end].strip(" ,.")]
-        if not asides:
-            return message
-        s, e = max(asides, key=lambda g: g[1] - g[0])
-        message = f"{message[: s + 1]}{ELLIPSIS}{message[e - 1 :]}"
+    longest first, until the first clause fits in ``room`` or no such aside is left.  One scan:
+    messages carry strings from objects, so the work stays linear in their length."""
+    ends, groups = _structure(message)
+    first_end = ends[0] if ends else len(message)
+    if first_end <= room:
+        return message
+    inside = [(s, e) for s, e in groups if e <= first_end and e - s > 3]
+    if inside and not message[inside[-1][1] : first_end].strip(" ,."):
+        inside.pop()  # the clause ends with it: no aside, cut like the rest
+    length, chosen = first_end, []
+    for s, e in sorted(inside, key=lambda g: g[0] - g[1]):
+        if length <= room:
+            break
+        chosen.append((s, e))
+        length -= e - s - 3
+    if not chosen:
+        return message
+    parts, at = [], 0
+    for s, e in sorted(chosen):
+        parts += [message[at : s + 1], ELLIPSIS]
+        at = e - 1
+    parts.append(message[at:])
+    return "".join(parts)
 
 
 def shorten(message: str, room: int) -> str:

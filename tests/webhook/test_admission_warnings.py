@@ -5,6 +5,7 @@ at kube-apiserver's per-warning limit, and within the request's total (see the c
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import httpx
@@ -143,6 +144,19 @@ def test_shorten_never_exceeds_the_room_and_marks_every_cut(message: str, room: 
         assert out == message
     elif room > 0:
         assert admission.ELLIPSIS in out
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["(ab) " * 13000 + "x", "a" * 65536, "; " * 32768, "(" * 32768 + ")" * 32768 + " x", "(a, b) c " * 7000],
+    ids=["asides", "one-token", "separators", "nesting", "asides-and-words"],
+)
+def test_shorten_does_bounded_work_on_hostile_messages(message: str) -> None:
+    """Messages carry strings from objects (64 KiB values reach the engine): linear work."""
+    started = time.thread_time()
+    out = admission.shorten(message, LIMIT)
+    assert time.thread_time() - started < 0.25
+    assert len(out) <= LIMIT and admission.ELLIPSIS in out
 
 
 def test_first_clause_is_still_the_reason() -> None:
