@@ -218,6 +218,7 @@ def test_sarif_validates_and_has_exact_regions(
         assert r["shortDescription"]["text"] == module.SUMMARY
         assert r["defaultConfiguration"]["level"] in ("error", "warning", "note")
         assert r["fullDescription"]["text"]
+        assert r["helpUri"].endswith(f"/README.md#rule-{r['id']}") and r["help"]["markdown"]  # tests/gpuguard/test_sarif.py
     regions = [
         (
             res["ruleId"],
