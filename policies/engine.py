@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ from policies.placeholders import Placeholder, find_placeholders, has_selector_v
 from policies.podspec import PodTemplate, extract
 from policies.registry import OBJECT_RULES, RULES
 from policies.rule import ObjectContext, RuleContext, RuleModule
+from policies.scheduling import churning_selector_keys
 from policies.shapes import as_dict, text
 from policies.types import Finding, PatchOp, RelOp, Severity, Violation
 
@@ -264,6 +265,8 @@ def _evaluate(
         skipped.update(pod_skipped)
         if has_facts and pod_facts is not facts and not pod_facts.nodes and UNSCHEDULABLE not in ignored:
             violations = (*violations, *_unknown_node(pod, config))
+        if SELECTOR_MISMATCH not in ignored and (churning := churning_selector_keys(pod.spec)):
+            violations = (*violations, *_churning_selector(churning, pod.spec, config))
         for rule_id, v in violations:
             module = RULES[rule_id]
             settings = config.settings(rule_id)
@@ -288,6 +291,34 @@ def _unknown_node(pod: PodTemplate, config: Config) -> tuple[tuple[str, Violatio
     fix = "Check spec.nodeName: bind the pod to an existing node, or leave node choice to the scheduler."
     violation = Violation(message=message, path=("nodeName",), severity=Severity.WARNING, remediation=fix)
     return ((UNSCHEDULABLE, violation),)
+
+
+SELECTOR_MISMATCH = "gpu-node-selector-mismatch"
+
+
+def _churning_selector(
+    keys: tuple[str, ...], spec: Mapping[str, Any], config: Config
+) -> tuple[tuple[str, Violation], ...]:
+    """A pod that selects nodes by the value of a label GPU Feature Discovery rewrites every minute: a
+    value that matches now stops matching at the next relabel, so the pod is not judged against nodes
+    (the rules that read node selection skip it) and is told why (policies.facts.CHURNING_LABELS)."""
+    if config.settings(SELECTOR_MISMATCH).severity is None:
+        return ()
+    names = ", ".join(keys)
+    message = (
+        f"node selection requires a value of {names}, which GPU Feature Discovery rewrites on every node each "
+        "relabelling interval (default 60s): a value that matches now stops matching within a minute, so no "
+        "node can be relied on; gpuguard does not judge this pod's placement against nodes"
+    )
+    fix = (f"Select on labels that describe the node (nvidia.com/gpu.product, nvidia.com/gpu.count, …); to require "
+           f"that GFD has labelled the node, use operator Exists on {keys[0]}.")
+    selector = spec.get("nodeSelector")
+    path: tuple[str | int, ...] = (
+        ("nodeSelector", keys[0]) if isinstance(selector, Mapping) and keys[0] in selector
+        else ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+    )
+    violation = Violation(message=message, path=path, severity=Severity.WARNING, remediation=fix)
+    return ((SELECTOR_MISMATCH, violation),)
 
 
 def _facts_for(pod: PodTemplate, facts: ClusterFacts) -> ClusterFacts:
@@ -391,7 +422,8 @@ def _check(
     found: list[tuple[str, Violation]] = []
     skipped: set[str] = set()
     # Node selection holding a placeholder or a run-time expression cannot be judged against nodes.
-    scheduling_known = pod.scheduling_known and not has_selector_values_unknown(pod)
+    scheduling_known = (pod.scheduling_known and not has_selector_values_unknown(pod)
+                        and not churning_selector_keys(pod.spec))
     analysis = TemplateAnalysis(pod, facts, config.is_gpu)
     ctx = RuleContext(
         obj=obj,

@@ -366,8 +366,9 @@ class ClusterFacts:
     the facts (policies.reads), the same object while that aspect is unchanged; ``basis`` is the
     snapshot this one follows.  Memo entries of ``basis`` whose computation read only unchanged
     aspects are kept (entries holding derived facts are rebuilt, see :meth:`previous_value`);
-    ``groups`` passes node groups already built (``NodeGrouper``), and a ``basis`` with the very
-    same ``nodes`` lends its groups.  Without tokens every aspect is new and nothing is kept.
+    ``groups`` passes node groups already built (``NodeGrouper``), and a ``lender`` (default: the
+    ``basis``) with the very same ``nodes`` lends its groups.  Without tokens every aspect is new and
+    nothing is kept.
     """
 
     _nodes: tuple[NodeFacts, ...]
@@ -381,6 +382,7 @@ class ClusterFacts:
     _ert_reason: str | None
     _tokens: dict[str, Hashable]
     _previous: ClusterFacts | None
+    _kept: dict[frozenset[str], bool]
     _memo: dict[Hashable, tuple[object, Any, frozenset[str]]]
     _pinned: dict[Hashable, tuple[object, Any, frozenset[str]]]
 
@@ -396,6 +398,7 @@ class ClusterFacts:
         groups: tuple[NodeGroup, ...] | None = None,
         tokens: Tokens | None = None,
         basis: ClusterFacts | None = None,
+        lender: ClusterFacts | None = None,
     ) -> None:
         put = object.__setattr__
         nodes = nodes if isinstance(nodes, tuple) else tuple(nodes)
@@ -406,16 +409,19 @@ class ClusterFacts:
         put(self, "_pools", pools)
         put(self, "_extended_resource_toleration", extended_resource_toleration)
         put(self, "_dra", dra)
-        lender = basis if basis is not None and basis._nodes is nodes else None
+        # What was worked out of the same nodes (groups, what they tell) is taken from ``lender``: the
+        # snapshot just before, which need not be the ``basis`` whose memo is kept.
+        lender = lender if lender is not None else basis
+        same = lender if lender is not None and lender._nodes is nodes else None
         if groups is None:
-            groups = lender._groups[: lender._node_groups] if lender is not None else group_nodes(nodes)
-        pool_groups = _group_pools(pools, basis._groups[basis._node_groups:] if basis is not None else ())
+            groups = same._groups[: same._node_groups] if same is not None else group_nodes(nodes)
+        pool_groups = _group_pools(pools, lender._groups[lender._node_groups:] if lender is not None else ())
         put(self, "_groups", (*groups, *pool_groups))
         put(self, "_node_groups", len(groups))
         if extended_resource_toleration is not None:
             reason = "configured (extendedResourceToleration: true)" if extended_resource_toleration else None
-        elif lender is not None and lender._extended_resource_toleration is None:
-            reason = lender._ert_reason
+        elif same is not None and same._extended_resource_toleration is None:
+            reason = same._ert_reason
         else:
             reason = detect_extended_resource_toleration(nodes)
         put(self, "_ert_reason", reason)
@@ -423,8 +429,8 @@ class ClusterFacts:
         put(self, "_memo", {})
         put(self, "_pinned", {})
         put(self, "_previous", basis)
+        put(self, "_kept", {})  # read aspects -> whether unchanged since ``basis``
         if basis is not None:
-            self._inherit(basis)
             put(basis, "_previous", None)  # superseded: one step of history is enough
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -505,6 +511,16 @@ class ClusterFacts:
         note(NODES)
         return self._ert_reason
 
+    @property
+    def used(self) -> bool:
+        """Whether anything was memoised on these facts (a snapshot nobody read has no memo to pass on)."""
+        return bool(self._memo or self._pinned)
+
+    @property
+    def basis(self) -> ClusterFacts | None:
+        """The snapshot these facts follow, until a newer one follows them."""
+        return self._previous
+
     def token(self, aspect: str) -> Hashable:
         """The token of ``aspect`` (policies.reads): the same object while the aspect is unchanged."""
         return self._tokens[aspect]
@@ -560,16 +576,38 @@ class ClusterFacts:
         """
         memo = self._pinned if pinned else self._memo
         found = memo.get(key)
-        if found is None or found[0] is not owner:
+        if found is not None and found[0] is owner:
+            note_all(found[2])
+        else:
             if len(memo) > (PINNED_LIMIT if pinned else MEMO_LIMIT):
                 memo.clear()
-            with recording() as reads:
-                value = compute()
-            found = memo[key] = (owner, value, frozenset(reads))
-        else:
-            note_all(found[2])
+            found = self._inherited(key, owner, pinned)
+            if found is None:
+                with recording() as reads:
+                    value = compute()
+                found = (owner, value, frozenset(reads))
+            else:
+                note_all(found[2])
+            memo[key] = found
         result: T = found[1]
         return result
+
+    def _inherited(self, key: Hashable, owner: object, pinned: bool) -> tuple[object, Any, frozenset[str]] | None:
+        """The entry the snapshot these facts follow has for ``key``, if nothing it read has changed
+        since (taken when first asked for: most entries of a large memo are never asked again)."""
+        previous = self._previous
+        if previous is None:
+            return None
+        entry = (previous._pinned if pinned else previous._memo).get(key)
+        if entry is None or entry[0] is not owner or isinstance(entry[1], ClusterFacts):
+            return None  # derived facts hold the old snapshot's parts: rebuilt on demand, as their own basis
+        kept = self._kept.get(entry[2])
+        if kept is None:
+            kept = self._kept[entry[2]] = (
+                previous._empty == self._empty and previous.source == self.source  # rules judge differently
+                and all(_same_token(previous._tokens[a], self._tokens[a]) for a in entry[2])
+            )
+        return entry if kept else None
 
     def previous_value(self, key: Hashable, owner: object = None, *, pinned: bool = False) -> Any:
         """What the snapshot these facts follow computed for ``key`` (None if nothing, or for another
@@ -584,21 +622,6 @@ class ClusterFacts:
         """Whether ``aspects`` are unchanged since the snapshot these facts follow."""
         previous = self._previous
         return previous is not None and all(_same_token(previous._tokens[a], self._tokens[a]) for a in aspects)
-
-    def _inherit(self, basis: ClusterFacts) -> None:
-        if basis._empty != self._empty or basis.source != self.source:
-            return  # rules judge differently with and without facts, and messages name the source
-        verdicts: dict[frozenset[str], bool] = {}
-        for mine, theirs in ((self._memo, basis._memo), (self._pinned, basis._pinned)):
-            for key, entry in list(theirs.items()):
-                if isinstance(entry[1], ClusterFacts):
-                    continue  # derived facts hold the old snapshot's parts: rebuilt on demand
-                reads = entry[2]
-                kept = verdicts.get(reads)
-                if kept is None:
-                    kept = verdicts[reads] = all(_same_token(basis._tokens[a], self._tokens[a]) for a in reads)
-                if kept:
-                    mine[key] = entry
 
     @classmethod
     def from_objects(cls, objects: Iterable[Mapping[str, Any]], source: str = "snapshot") -> ClusterFacts:

@@ -40,6 +40,14 @@ class AnalysisKey:
 
 
 @dataclass(frozen=True, slots=True)
+class EligibleNodesKey:
+    """The nodes a pod's constraints let it run on (``policies.cuda.dra``): ``constraints_key`` without
+    requests, and the snapshot."""
+
+    constraints: ConstraintsKey
+
+
+@dataclass(frozen=True, slots=True)
 class DiagnosisKey:
     """``diagnose`` also depends on which names are GPUs: the config's predicate, by identity."""
 

@@ -16,7 +16,15 @@ from fractions import Fraction
 from typing import Any
 
 from policies import budget, patterns
-from policies.facts import VOLATILE_LABELS, ClusterFacts, NodeFacts, NodeGroup, RuntimeClassFacts, Taint
+from policies.facts import (
+    CHURNING_LABELS,
+    VOLATILE_LABELS,
+    ClusterFacts,
+    NodeFacts,
+    NodeGroup,
+    RuntimeClassFacts,
+    Taint,
+)
 from policies.labeldomain import LabelDomain
 from policies.podresources import extended_resource_names
 from policies.podspec import ContainerRef, PodTemplate
@@ -215,6 +223,21 @@ class NodeConstraints:
     def per_node_in(self, group: NodeGroup) -> bool:
         """Whether the selector must be evaluated on each member of ``group``."""
         return self.per_node or bool(self.label_keys & group.varying_labels)
+
+
+def churning_selector_keys(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """Labels in ``policies.facts.CHURNING_LABELS`` whose *value* the pod's node selection requires
+    (``nodeSelector``, or ``In``/``NotIn``/``Gt``/``Lt`` in a required term); ``Exists`` and
+    ``DoesNotExist`` only ask whether the label is there, which the facts keep exactly."""
+    keys = [k for k in as_mapping(spec.get("nodeSelector")) if k in CHURNING_LABELS]
+    for term in required_terms(spec) or ():
+        for e in as_list(term.get("matchExpressions")):
+            if isinstance(e, Mapping) and e.get("key") in CHURNING_LABELS and e.get("operator") in _VALUE_OPERATORS:
+                keys.append(str(e["key"]))
+    return tuple(dict.fromkeys(str(k) for k in keys))
+
+
+_VALUE_OPERATORS = frozenset({"In", "NotIn", "Gt", "Lt"})
 
 
 def required_terms(spec: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...] | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
@@ -61,6 +61,14 @@ class FactsProvider(Protocol):
 
     def age_seconds(self) -> float | None: ...
 
+    def lag_seconds(self) -> float | None:
+        """How long a received change has waited for a snapshot; None: facts do not change."""
+        ...
+
+    def publishing(self) -> Mapping[str, float] | None:
+        """Counters of the snapshots published (webhook.metrics.PUBLISHING); None: facts do not change."""
+        ...
+
 
 class StaticFacts:
     """Facts that never change: a snapshot file, or none at all."""
@@ -78,6 +86,12 @@ class StaticFacts:
 
     def age_seconds(self) -> float | None:
         return None if self._facts.is_empty else time.monotonic() - self._loaded
+
+    def lag_seconds(self) -> float | None:
+        return None
+
+    def publishing(self) -> Mapping[str, float] | None:
+        return None
 
 
 class BodyTooLarge(Exception):
@@ -382,20 +396,25 @@ def add_health_routes(app: FastAPI, facts_provider: FactsProvider, metrics: Metr
     async def readyz() -> Response:
         facts = facts_provider.current()
         ready = facts_provider.ready
-        body = orjson.dumps(
-            {
-                "ready": ready,
-                "facts": facts.source,
-                "nodes": len(facts.nodes),
-                "runtimeClasses": len(facts.runtime_classes),
-            }
-        )
+        detail: dict[str, Any] = {
+            "ready": ready,
+            "facts": facts.source,
+            "nodes": len(facts.nodes),
+            "runtimeClasses": len(facts.runtime_classes),
+        }
+        age, lag = facts_provider.age_seconds(), facts_provider.lag_seconds()
+        if age is not None:
+            detail["factsAgeSeconds"] = round(age, 3)
+        if lag is not None:  # a change received but not yet in the facts the reviews read
+            detail["factsLagSeconds"] = round(lag, 3)
+        body = orjson.dumps(detail)
         return Response(body, status_code=200 if ready else 503, media_type="application/json")
 
     @app.get("/metrics")
     async def prometheus() -> Response:
         facts = facts_provider.current()
-        text = metrics.render(facts_provider.age_seconds(), facts_provider.ready, len(facts.nodes))
+        text = metrics.render(facts_provider.age_seconds(), facts_provider.ready, len(facts.nodes),
+                              facts_provider.lag_seconds(), facts_provider.publishing())
         return Response(text, media_type=CONTENT_TYPE)
 
 

@@ -28,30 +28,38 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
 import random
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from gpuguard.kube.pager import pages_of
 from gpuguard.kube.status import HTTP_GONE, HTTP_NOT_FOUND, status_of
+from policies.dra.capacity import mark_applied, node_capacity, serving
 from policies.dra.claims import parse_resource_claim, parse_resource_claim_template
 from policies.dra.facts import DraFacts
+from policies.dra.objects import DeviceClass
 from policies.dra.reading import DraObjects
 from policies.dra.slices import parse_device_class, parse_resource_slice
 from policies.facts import (
     ClusterFacts,
     NodeFacts,
+    NodeGrouper,
     RuntimeClassFacts,
     node_from_object,
     runtime_class_from_object,
+    same_for_scheduling,
 )
 from policies.karpenter import nodepool_from_object
+from policies.reads import ASPECTS, DRA_CLAIMS, DRA_DEVICES, DRA_TEMPLATES, POOLS
+from policies.reads import NODES as NODES_ASPECT
+from policies.reads import RUNTIME_CLASSES as RUNTIME_CLASSES_ASPECT
 from policies.shapes import as_mapping
 
 log = logging.getLogger("gpuguard.facts")
@@ -62,6 +70,9 @@ LIST_PAGE_SIZE = 500
 MIN_WATCH_TIMEOUT_SECONDS = 300
 CONNECT_TIMEOUT_SECONDS = 10.0
 LIST_READ_TIMEOUT_SECONDS = 60.0
+# While changes keep coming, at most one snapshot per this many seconds: a burst of node updates
+# (a pool tainted, a thousand GFD relabels) costs a few rebuilds, and a change waits at most this long.
+PUBLISH_INTERVAL_SECONDS = 0.2
 _ITEM: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 
 FactsCallback = Callable[[ClusterFacts], None]
@@ -92,6 +103,8 @@ class _Resource:
     optional: bool = False  # served only when a CRD is installed
     versions: tuple[str, ...] = ()  # API versions to try in order (list_cluster_custom_object's ``version``)
     namespaced: bool = False  # stored as namespace/name
+    # Whether two converted versions are the same for the rules (a new one that is changes nothing).
+    same: Callable[[Any, Any], bool] = operator.eq
 
     def key(self, meta: Mapping[str, Any]) -> str | None:
         name = meta.get("name")
@@ -100,7 +113,7 @@ class _Resource:
         return f"{meta.get('namespace') or ''}/{name}" if self.namespaced else name
 
 
-NODES = _Resource("nodes", "CoreV1Api", "list_node", node_from_object)
+NODES = _Resource("nodes", "CoreV1Api", "list_node", node_from_object, same=same_for_scheduling)
 RUNTIME_CLASSES = _Resource("runtimeclasses", "NodeV1Api", "list_runtime_class", runtime_class_from_object)
 NODEPOOLS = _Resource(
     "nodepools",
@@ -130,6 +143,7 @@ RESOURCE_SLICES = _dra("resourceslices", parse_resource_slice)
 RESOURCE_CLAIMS = _dra("resourceclaims", parse_resource_claim, namespaced=True)
 RESOURCE_CLAIM_TEMPLATES = _dra("resourceclaimtemplates", parse_resource_claim_template, namespaced=True)
 DRA_RESOURCES = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
+_DRA_NAMES = frozenset(r.name for r in DRA_RESOURCES)
 
 
 
@@ -283,9 +297,9 @@ class _Reflector:
             return
         if kind in ("ADDED", "MODIFIED"):
             converted = self._convert(obj)
-            if converted is not None and self.store.get(name) != converted:
+            if converted is not None:
                 self.owner._put(self, name, converted)
-        elif kind == "DELETED" and name in self.store:
+        elif kind == "DELETED":
             self.owner._put(self, name, None)
 
     # --- the loop ------------------------------------------------------------------------
@@ -343,11 +357,45 @@ class _Reflector:
                 sock.shutdown(socket.SHUT_RDWR)
 
 
+@dataclass
+class _Changes:
+    """What changed since the last publish (taken by the publisher under the lock)."""
+
+    nodes: set[str] = field(default_factory=set)  # node names added, modified or deleted
+    resources: set[str] = field(default_factory=set)  # other resources with a change
+    slice_nodes: set[str] | None = field(default_factory=set)  # nodes whose DRA devices changed; None: all
+    slice_pools: set[tuple[str, str]] = field(default_factory=set)  # (driver, pool) of changed node-local slices
+    since: float | None = None  # monotonic time of the first unpublished change
+
+    def __bool__(self) -> bool:
+        return bool(self.nodes or self.resources or self.since is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class PublishStats:
+    publishes: int
+    events_applied: int  # watch events that changed what scheduling reads
+    events_unchanged: int  # watch events (heartbeats, GFD timestamps, …) that changed nothing
+    longest_build_seconds: float
+    last_build_seconds: float
+    regroups: int  # publishes that regrouped every node
+
+
 class LiveFacts:
     """Facts from a live cluster, current within a watch round trip.
 
     ``api_client_factory`` returns a ``kubernetes.client.ApiClient``; ``on_update`` is called
-    (from a watch thread) with every new snapshot.
+    (from the publisher thread) with every new snapshot.
+
+    Reflector threads only store what changed; one publisher thread turns changes into snapshots,
+    at most one per ``publish_interval`` seconds while changes keep coming (a burst of a thousand
+    node updates costs a few snapshots, not a thousand).  A snapshot is built incrementally: the
+    node groups whose members did not change are kept (``NodeGrouper``), each aspect of the facts
+    keeps its token while unchanged, so the memo entries of the previous snapshot that read only
+    unchanged aspects stay valid (``ClusterFacts(basis=…)``), and what DRA serves is worked out again
+    only for the nodes whose devices changed.  A node event that changes nothing scheduling reads
+    (status heartbeats, ``nvidia.com/gfd.timestamp``: ``policies.facts.same_for_scheduling``) is
+    not a change.
     """
 
     def __init__(
@@ -359,6 +407,7 @@ class LiveFacts:
         backoff_max: float = 30.0,
         watch_timeout_seconds: int = MIN_WATCH_TIMEOUT_SECONDS,
         crd_recheck_seconds: float = CRD_RECHECK_SECONDS,
+        publish_interval: float = PUBLISH_INTERVAL_SECONDS,
     ) -> None:
         self._factory = api_client_factory
         self._on_update = on_update
@@ -366,9 +415,11 @@ class LiveFacts:
         self.backoff_max = backoff_max
         self.watch_timeout_seconds = watch_timeout_seconds
         self.crd_recheck_seconds = crd_recheck_seconds
+        self.publish_interval = publish_interval
         self.api_client: Any = None
         self._facts = ClusterFacts.empty()
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self._stop_event = threading.Event()
         self._reflectors = (
             _Reflector(self, NODES),
@@ -376,8 +427,24 @@ class LiveFacts:
             _Reflector(self, NODEPOOLS),
             *(_Reflector(self, r) for r in DRA_RESOURCES),
         )
-        self._dra: DraFacts | None = None
+        self._changes = _Changes()
+        self._dra_tuples: list[tuple[Any, ...] | None] = [None] * len(DRA_RESOURCES)
+        self._publisher = threading.Thread(target=self._publish_loop, name="gpuguard-facts-publisher", daemon=True)
         self._started = False
+        self._ready = False
+        # Publisher state (only the publisher thread touches it).
+        self._grouper = NodeGrouper()
+        self._tokens: dict[str, object] = {a: object() for a in ASPECTS}
+        self._classes: Mapping[str, RuntimeClassFacts] = {}
+        self._pools: tuple[NodeFacts, ...] = ()
+        self._dra: DraFacts | None = None
+        self._served: dict[str, DeviceClass] | None = None
+        self._last_publish = 0.0
+        self._publishes = 0
+        self._applied = 0
+        self._unchanged = 0
+        self._longest_build = 0.0
+        self._last_build = 0.0
 
     @property
     def stopping(self) -> bool:
@@ -385,8 +452,9 @@ class LiveFacts:
 
     @property
     def ready(self) -> bool:
-        """True once Nodes, RuntimeClasses and NodePools (or their absence) have been listed completely."""
-        return all(r.synced for r in self._reflectors)
+        """True once Nodes, RuntimeClasses and NodePools (or their absence) have been listed completely
+        and a snapshot holding all of them is published."""
+        return self._ready
 
     @property
     def list_calls(self) -> Mapping[str, int]:
@@ -402,11 +470,28 @@ class LiveFacts:
             return None
         return max(0.0, time.monotonic() - min(c for c in contacts if c is not None))
 
+    def lag_seconds(self) -> float:
+        """How long the oldest change received but not yet in the published snapshot has waited (0: none)."""
+        since = self._changes.since
+        return 0.0 if since is None else max(0.0, time.monotonic() - since)
+
+    def publishing(self) -> Mapping[str, float]:
+        """``stats()`` as webhook.metrics.PUBLISHING names them."""
+        st = self.stats()
+        return {"publishes_total": st.publishes, "events_applied_total": st.events_applied,
+                "events_unchanged_total": st.events_unchanged, "longest_build_seconds": st.longest_build_seconds,
+                "last_build_seconds": st.last_build_seconds, "regroups_total": st.regroups}
+
+    def stats(self) -> PublishStats:
+        return PublishStats(self._publishes, self._applied, self._unchanged, self._longest_build,
+                            self._last_build, self._grouper.regroups)
+
     def start(self) -> LiveFacts:
         if self._started:
             raise RuntimeError("LiveFacts already started")
         self._started = True
         self.api_client = self._factory()
+        self._publisher.start()
         for r in self._reflectors:
             r.thread.start()
         return self
@@ -414,12 +499,14 @@ class LiveFacts:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the watch threads; interrupts blocked watch reads."""
         self._stop_event.set()
+        with self._changed:
+            self._changed.notify_all()
         for r in self._reflectors:
             r.interrupt()
         deadline = time.monotonic() + timeout
-        for r in self._reflectors:
-            if r.thread.is_alive():
-                r.thread.join(max(0.0, deadline - time.monotonic()))
+        for thread in (*(r.thread for r in self._reflectors), self._publisher):
+            if thread.is_alive():
+                thread.join(max(0.0, deadline - time.monotonic()))
         if self.alive:
             # Closing the client's pools under a thread still inside a request can leave that
             # request waiting forever; the threads are daemons, so leave the client to them.
@@ -434,47 +521,191 @@ class LiveFacts:
 
     @property
     def alive(self) -> bool:
-        return any(r.thread.is_alive() for r in self._reflectors)
+        return any(r.thread.is_alive() for r in self._reflectors) or self._publisher.is_alive()
 
     # --- store updates (called from reflector threads) -----------------------------------
+    def _note_change(self, reflector: _Reflector, name: str, old: Any, new: Any) -> None:
+        changes = self._changes
+        if changes.since is None:
+            changes.since = time.monotonic()
+        resource = reflector.resource
+        if resource is NODES:
+            changes.nodes.add(name)
+            return
+        changes.resources.add(resource.name)
+        if resource is RESOURCE_SLICES and changes.slice_nodes is not None:
+            for item in (old, new):
+                if item is None:
+                    continue
+                if item.node_name and not item.per_device_node_selection:
+                    changes.slice_nodes.add(item.node_name)
+                    changes.slice_pools.add((item.driver, item.pool.name))  # its pool's other nodes too
+                else:
+                    changes.slice_nodes = None  # devices reachable from many nodes: every node again
+                    break
+
     def _replace(self, reflector: _Reflector, store: dict[str, Any]) -> None:
-        with self._lock:
+        with self._changed:
+            old = reflector.store
+            same = reflector.resource.same
+            for name in old.keys() - store.keys():
+                self._note_change(reflector, name, old[name], None)
+            for name, value in store.items():
+                previous = old.get(name)
+                if previous is None or not same(previous, value):
+                    self._note_change(reflector, name, previous, value)
+                else:
+                    store[name] = previous  # keep the published object: nothing changed
             reflector.store = store
-            reflector.synced = True
+            if not reflector.synced:
+                reflector.synced = True
+                if self._changes.since is None:
+                    self._changes.since = time.monotonic()
             reflector.last_contact = time.monotonic()
-            self._publish()
+            self._changed.notify()
 
     def _put(self, reflector: _Reflector, name: str, value: Any) -> None:
-        with self._lock:  # stores are only read by _publish, under the same lock
+        with self._changed:  # stores are only read by the publisher, under the same lock
+            old = reflector.store.get(name)
             if value is None:
-                reflector.store.pop(name, None)
+                if old is None:
+                    return
+                reflector.store.pop(name)
             else:
+                if old is not None and reflector.resource.same(old, value):
+                    self._unchanged += 1
+                    return
                 reflector.store[name] = value
-            self._publish()
+            self._applied += 1
+            self._note_change(reflector, name, old, value)
+            self._changed.notify()
 
-    def _publish_dra(self) -> DraFacts | None:
-        reflectors = self._reflectors[3:]
-        if all(r.absent or not r.synced for r in reflectors):
-            return None
-        device_classes, slices, claims, templates = (tuple(r.store[k] for k in sorted(r.store)) for r in reflectors)
-        dra = DraFacts(DraObjects(device_classes, slices, claims, templates), classes_known=not reflectors[0].absent)
-        if self._dra is not None:
-            dra.reuse_matches(self._dra)
-        self._dra = dra
-        return dra
+    # --- the publisher -----------------------------------------------------------------------
+    def _publish_loop(self) -> None:
+        while not self.stopping:
+            with self._changed:
+                self._changed.wait_for(lambda: bool(self._changes) or self.stopping)
+            if self.stopping:
+                return
+            # Coalesce: at most one snapshot per interval while changes keep coming; until the
+            # first complete snapshot is out, publish as soon as there is news (readiness waits).
+            pause = self._last_publish + self.publish_interval - time.monotonic()
+            if self._ready and pause > 0 and self._stop_event.wait(pause):
+                return
+            try:
+                self._publish()
+            except Exception:
+                log.exception("building the cluster facts failed; keeping the previous snapshot")
+                self._stop_event.wait(self.publish_interval)
+
+    def _take(self) -> tuple[dict[str, NodeFacts | None], bool, dict[str, Any]]:
+        """Under the lock: the nodes to work out again, whether all is listed, and copies
+        of the other stores that changed."""
+        with self._changed:
+            changes, self._changes = self._changes, _Changes()
+            node_store = self._reflectors[0].store
+            synced = all(r.synced for r in self._reflectors)
+            copies: dict[str, Any] = {}
+            if changes.resources & _DRA_NAMES:
+                dra_reflectors = self._reflectors[3:]
+                for i, r in enumerate(dra_reflectors):  # a store that did not change keeps its tuple
+                    if r.resource.name in changes.resources or self._dra_tuples[i] is None:
+                        self._dra_tuples[i] = tuple(r.store[k] for k in sorted(r.store))
+                copies["dra"] = (
+                    None if all(r.absent or not r.synced for r in dra_reflectors)
+                    else (tuple(self._dra_tuples), not dra_reflectors[0].absent)
+                )
+            devices_changed = bool(changes.resources & {DEVICE_CLASSES.name, RESOURCE_SLICES.name})
+            if devices_changed and (changes.slice_nodes is None or DEVICE_CLASSES.name in changes.resources):
+                names: set[str] = set(node_store) | changes.nodes
+            else:
+                names = set(changes.nodes)
+                if changes.slice_nodes:
+                    names |= changes.slice_nodes
+                if changes.slice_pools:
+                    slices = self._reflectors[4].store.values()
+                    names.update(s.node_name for s in slices
+                                 if s.node_name and (s.driver, s.pool.name) in changes.slice_pools)
+            nodes = {n: node_store.get(n) for n in names}
+            if RUNTIME_CLASSES.name in changes.resources:
+                copies["classes"] = dict(self._reflectors[1].store)
+            if NODEPOOLS.name in changes.resources:
+                pools = self._reflectors[2].store
+                copies["pools"] = tuple(pools[k] for k in sorted(pools))
+            return nodes, synced, copies
 
     def _publish(self) -> None:
-        nodes_store, classes_store, pools_store = (r.store for r in self._reflectors[:3])
-        nodes: tuple[NodeFacts, ...] = tuple(nodes_store[k] for k in sorted(nodes_store))
-        classes: dict[str, RuntimeClassFacts] = dict(classes_store)
-        pools: tuple[NodeFacts, ...] = tuple(pools_store[k] for k in sorted(pools_store))
-        facts = ClusterFacts(nodes=nodes, runtime_classes=classes, source="live", pools=pools, dra=self._publish_dra())
+        nodes, synced, copies = self._take()
+        started = time.perf_counter()
+        tokens = dict(self._tokens)
+        if "dra" in copies:
+            self._apply_dra(copies["dra"], tokens)
+        if "classes" in copies:
+            self._classes = copies["classes"]
+            tokens[RUNTIME_CLASSES_ASPECT] = object()
+        if "pools" in copies:
+            self._pools = copies["pools"]
+            tokens[POOLS] = object()
+        changed = False
+        for name, raw in nodes.items():
+            if raw is None:
+                if self._grouper.get(name) is not None:
+                    self._grouper.remove(name)
+                    changed = True
+                continue
+            node = node_capacity(raw, self._dra, self._served) if self._dra is not None and self._served else raw
+            if self._grouper.get(name) != node:
+                self._grouper.put(node)
+                changed = True
+        if changed:
+            tokens[NODES_ASPECT] = object()
+        node_list, groups = self._grouper.build()
+        previous = self._facts
+        # A snapshot nobody read has no memo to pass on: the last one read does.
+        older = previous.basis
+        basis = older if not previous.used and older is not None and older.used else previous
+        facts = ClusterFacts(nodes=node_list, runtime_classes=self._classes, source="live", pools=self._pools,
+                             dra=self._dra, groups=groups, tokens=tokens, basis=basis, lender=previous)
+        if self._served:
+            mark_applied(facts)
+        self._tokens = tokens
         self._facts = facts  # one reference assignment: readers see the old or the new snapshot
+        build = time.perf_counter() - started
+        self._last_build = build
+        self._longest_build = max(self._longest_build, build)
+        self._publishes += 1
+        self._last_publish = time.monotonic()
+        if synced:
+            self._ready = True
         if self._on_update is not None:
             try:
                 self._on_update(facts)
             except Exception:
                 log.exception("facts update callback failed")
+
+    def _apply_dra(self, taken: Any, tokens: dict[str, object]) -> None:
+        previous = self._dra
+        if taken is None:
+            dra = None
+        else:
+            (device_classes, slices, claims, templates), classes_known = taken
+            dra = DraFacts(DraObjects(device_classes, slices, claims, templates), classes_known)
+            if previous is not None:
+                dra.reuse_matches(previous)
+        same_devices = (
+            dra is not None and previous is not None and dra.same_devices(previous)
+            and dra.classes_known == previous.classes_known
+        )
+        if not same_devices:
+            tokens[DRA_DEVICES] = object()
+            self._served = serving(dra)
+        if previous is None or dra is None or previous.objects.claims is not dra.objects.claims:
+            tokens[DRA_CLAIMS] = object()
+        if previous is None or dra is None or previous.objects.templates is not dra.objects.templates:
+            tokens[DRA_TEMPLATES] = object()
+        if (previous is None) != (dra is None):
+            tokens[NODES_ASPECT] = object()  # whether DRA is known at all is read through the nodes' view too
+        self._dra = dra
 
 
 def from_kubeconfig(path: str | None, in_cluster: bool, on_update: FactsCallback | None = None) -> LiveFacts:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from policies.types import Finding
 
@@ -35,6 +35,19 @@ def _number(value: float) -> str:
     if value == int(value) and abs(value) < 1e15:
         return str(int(value))
     return repr(value)
+
+
+
+# Live facts' publishing (webhook.live_facts.PublishStats), as metrics: key, type, help.
+PUBLISHING = (
+    ("publishes_total", "counter", "Snapshots of the live cluster facts published."),
+    ("events_applied_total", "counter", "Watch events that changed what the rules read."),
+    ("events_unchanged_total", "counter",
+     "Watch events that changed nothing the rules read (status heartbeats, GFD timestamps)."),
+    ("longest_build_seconds", "gauge", "The longest time building one snapshot took since start."),
+    ("last_build_seconds", "gauge", "The time building the current snapshot took."),
+    ("regroups_total", "counter", "Snapshots that regrouped every node (the per-node label keys changed)."),
+)
 
 
 class Histogram:
@@ -115,7 +128,14 @@ class Metrics:
         """result: hit | miss (per image a review needs) | pending (past the budget) | failure."""
         self.image_lookups[result] += 1
 
-    def render(self, facts_age_seconds: float | None, facts_ready: bool, facts_nodes: int) -> str:
+    def render(
+        self,
+        facts_age_seconds: float | None,
+        facts_ready: bool,
+        facts_nodes: int,
+        facts_lag_seconds: float | None = None,
+        publishing: Mapping[str, float] | None = None,
+    ) -> str:
         out: list[str] = []
 
         def family(name: str, typ: str, doc: str) -> None:
@@ -207,4 +227,16 @@ class Metrics:
                 "Seconds since the API server last confirmed the cluster facts.",
             )
             out.append(f"gpuguard_cluster_facts_age_seconds {_number(round(facts_age_seconds, 3))}")
+        if facts_lag_seconds is not None:
+            family(
+                "gpuguard_cluster_facts_lag_seconds",
+                "gauge",
+                "Seconds the oldest change the watch received has waited for a new snapshot (0: none waits).",
+            )
+            out.append(f"gpuguard_cluster_facts_lag_seconds {_number(round(facts_lag_seconds, 3))}")
+        for key, typ, doc in PUBLISHING:
+            if publishing is not None and key in publishing:
+                metric = f"gpuguard_cluster_facts_{key}"
+                family(metric, typ, doc)
+                out.append(f"{metric} {_number(round(publishing[key], 6))}")
         return "\n".join(out) + "\n"

@@ -49,8 +49,9 @@ from policies.dra.objects import Device, ExactRequest
 from policies.dra.podclaims import PodClaim, claim_uses, object_namespace, pod_claims
 from policies.facts import LABEL_CUDA_FULL, LABEL_DRIVER_FULL, LABEL_PRODUCT, ClusterFacts, NodeFacts
 from policies.images import ImageFacts, node_arch
+from policies.memo import EligibleNodesKey, constraints_key
 from policies.podspec import ContainerRef, PodTemplate
-from policies.scheduling import constraints_for
+from policies.scheduling import NodeConstraints, constraints_for
 
 # libnvidia-container src/driver.c maps NVML brands to these names (policies.cuda.require); go-nvlib
 # names the same NVML enum values Quadro, Tesla, NVS, Grid, GeForce, Titan (vendor/github.com/NVIDIA/
@@ -302,7 +303,8 @@ def assess(
         return []
     claims = {c.name: c for c in pod_claims(pod, object_namespace(dict(obj)), view)}
     cons = constraints_for(pod, facts)
-    nodes = [n for n in facts.nodes if not n.unschedulable and cons.selector_ok(n) and not cons.untolerated(n)]
+    key = EligibleNodesKey(constraints_key(pod, {}, facts.tolerates_extended_resources))
+    nodes = facts.memoised(key, lambda: _eligible_nodes(facts, cons))
     out: list[DraAssessment] = []
     for c in containers:
         image = c.container.get("image")
@@ -316,6 +318,21 @@ def assess(
         if assessment is not None:
             out.append(assessment)
     return out
+
+
+def _eligible_nodes(facts: ClusterFacts, cons: NodeConstraints) -> list[NodeFacts]:
+    """The schedulable nodes the pod selects and tolerates, in node order; judged once per node group
+    (its members share taints and cordon, and the labels a selector reads unless it reads per-node ones)."""
+    ok: set[int] = set()
+    for group in facts.groups:
+        rep = group.representative
+        if rep.pool is not None or rep.unschedulable or cons.untolerated(rep):
+            continue
+        if cons.per_node_in(group):
+            ok.update(id(m) for m in group.members if cons.selector_ok(m))
+        elif cons.selector_ok(rep):
+            ok.update(id(m) for m in group.members)
+    return [n for n in facts.nodes if id(n) in ok]
 
 
 def _assess(

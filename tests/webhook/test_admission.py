@@ -280,7 +280,14 @@ def test_readyz_waits_for_facts() -> None:
         def age_seconds(self) -> float | None:
             return None
 
-    assert get(create_app(load_config(None), Pending()), "/readyz").status_code == 503
+        def lag_seconds(self) -> float | None:
+            return 2.5
+
+        def publishing(self) -> dict[str, float] | None:
+            return None
+
+    waiting = get(create_app(load_config(None), Pending()), "/readyz")
+    assert waiting.status_code == 503 and waiting.json()["factsLagSeconds"] == 2.5
     ready = get(create_app(load_config(None), StaticFacts()), "/readyz")
     assert ready.status_code == 200 and ready.json()["ready"] is True
 
