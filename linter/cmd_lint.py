@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         facts = load_cluster_facts(args.cluster) if args.cluster else ClusterFacts.empty()
         registry = effective_settings(config.registry, args)
     except InputError as exc:
-        sys.stderr.write(f"gpuguard lint: {exc.file}:{exc.line}: {exc.message}\n")
+        sys.stderr.write(f"gpuguard lint: {exc.where}: {exc.message}\n")
         return EXIT_ERROR
     except RegistryUsageError as exc:
         sys.stderr.write(f"gpuguard lint: {exc}\n")

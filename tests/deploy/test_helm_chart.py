@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
+from gpuguard.sources.configmodel import load_config
 from gpuguard.sources.yamlsafe import load_all_plain
-from policies.config import load_config
 from tests.deploy.test_deploy import DOCS as KUSTOMIZE_DOCS
 from tests.deploy.test_deploy import WEBHOOK_KINDS
 from tests.support.crd_schema import load_crds, manifest_problems
