@@ -387,9 +387,10 @@ def _rule_settings(rules: BaseModel | None) -> dict[str, RuleSettings]:
     settings: dict[str, RuleSettings] = {}
     if rules is None:
         return settings
-    fields = type(rules).model_fields
-    for name in rules.model_fields_set:
-        rule_id = fields[name].alias
+    for name, field in type(rules).model_fields.items():  # in the registry's order
+        if name not in rules.model_fields_set:
+            continue
+        rule_id = field.alias
         assert rule_id is not None
         module, given = RULES[rule_id], getattr(rules, name)
         explicit = "severity" in given.model_fields_set
