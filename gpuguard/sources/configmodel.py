@@ -26,7 +26,7 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args
 
 from pydantic import (
     AfterValidator,
@@ -181,9 +181,13 @@ def _severity_text(value: Any) -> Any:
     return value.strip().lower() if isinstance(value, str) else value
 
 
-SeverityField = Annotated[
-    SeverityName, BeforeValidator(_severity_text, json_schema_input_type=SeverityName | Literal[False])
-]
+SEVERITIES: tuple[str, ...] = get_args(SeverityName)
+# The schema says what is accepted: the names (editors offer them), in any case, and false.
+_ANY_CASE = "^\\s*(" + "|".join("".join(f"[{c.upper()}{c}]" for c in n) for n in SEVERITIES) + ")\\s*$"
+SEVERITY_SCHEMA = {"anyOf": [{"type": "string", "enum": list(SEVERITIES)}, {"const": False},
+                             {"type": "string", "pattern": _ANY_CASE}]}
+SeverityInput = Annotated[SeverityName, WithJsonSchema(SEVERITY_SCHEMA)]
+SeverityField = Annotated[SeverityName, BeforeValidator(_severity_text), WithJsonSchema(SEVERITY_SCHEMA)]
 
 
 def _pointer(value: str) -> str:
@@ -194,7 +198,7 @@ def _pointer(value: str) -> str:
     return value
 
 
-Pointer = Annotated[StrictStr, AfterValidator(_pointer)]
+Pointer = Annotated[StrictStr, AfterValidator(_pointer), WithJsonSchema({"type": "string", "pattern": "^(/.*)?$"})]
 
 
 def _host_port(value: str) -> str:
@@ -367,7 +371,7 @@ def _settings_input(value: Any) -> Any:
 
 def _rule_field(module: RuleModule) -> Any:
     settings = _settings_model(module)
-    shorthand = settings | SeverityName | Literal[False] | None
+    shorthand = settings | SeverityInput | None
     return (
         Annotated[settings, BeforeValidator(_settings_input, json_schema_input_type=shorthand)],
         Field(default=None, alias=module.ID, description=f"{module.SUMMARY} (default: {module.DEFAULT_SEVERITY})"),
@@ -406,7 +410,7 @@ def _rule_settings(rules: BaseModel | None) -> dict[str, RuleSettings]:
 
 
 class TemplatePathDocument(_Model):
-    """Where the pod templates of a kind of one's own are: ``*`` matches every key or item."""
+    """Where the pod templates of a kind of one's own are (`*` in a pointer: every key or item)."""
 
     api_version: NonEmptyStr = Field(alias="apiVersion", description="e.g. example.com/v1")
     kind: NonEmptyStr = Field(description="e.g. Trainer")
@@ -537,8 +541,7 @@ def _config_default(attr: str) -> Any:
 
 
 class ConfigDocument(_Model):
-    """gpuguard's policy config: ``--config FILE``, else the first ``.gpuguard.yaml`` upward from
-    the working directory.  Every key is optional."""
+    """gpuguard's policy config (`--config FILE`, else .gpuguard.yaml upward); every key is optional."""
 
     # Field names are Config's; aliases are the document's keys.
     rules: RulesField = Field(default=None, description=RulesDocument.__doc__)
@@ -682,6 +685,31 @@ def config_schema() -> dict[str, Any]:
     return copy.deepcopy(_schema())
 
 
+def json_text(value: Any, width: int = 110) -> str:
+    """JSON as people write schemas: what fits on a line on one line, the rest indented by two."""
+    import json
+
+    def dump(item: Any, indent: int, lead: int) -> str:
+        flat = json.dumps(item, ensure_ascii=False)
+        if not isinstance(item, dict | list) or not item or indent + lead + len(flat) <= width:
+            return flat
+        pad = " " * (indent + 2)
+        if isinstance(item, dict):
+            parts = []
+            for key, sub in item.items():
+                name = json.dumps(key, ensure_ascii=False) + ": "
+                parts.append(pad + name + dump(sub, indent + 2, len(name)))
+            return "{\n" + ",\n".join(parts) + "\n" + " " * indent + "}"
+        return "[\n" + ",\n".join(pad + dump(sub, indent + 2, 0) for sub in item) + "\n" + " " * indent + "]"
+
+    return dump(value, 0, 0) + "\n"
+
+
+def schema_text() -> str:
+    """``gpuguard config schema``: the JSON Schema as deploy/gpuguard-config.schema.json holds it."""
+    return json_text(config_schema())
+
+
 def _branches(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     found = [node]
     for key in ("anyOf", "oneOf"):
@@ -782,7 +810,7 @@ def _message(error: Mapping[str, Any], path: tuple[str | int, ...], expected: li
     value = error.get("input")
     if kind == "gpuguard":
         return str(ctx["message"])
-    if kind == "extra_forbidden":
+    if kind in ("extra_forbidden", "invalid_key"):
         return _unknown(path)
     if kind == "missing":
         return f"expected {_choices(_expected(_subschema(path)) or ['a value'])} (required), got nothing"
