@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml
 from hypothesis import HealthCheck, example, given, settings
@@ -40,7 +40,7 @@ def problems(raw: Any) -> list[str]:
 
 def test_every_engine_setting_has_one_key() -> None:
     assert set(ConfigDocument.model_fields) == {f.name for f in dataclasses.fields(Config)}
-    assert TOP_LEVEL_KEYS == tuple(SCHEMA["properties"])
+    assert tuple(SCHEMA["properties"]) == TOP_LEVEL_KEYS
     assert SCHEMA["additionalProperties"] is False
     assert {"rules", "mutate", "mutateTemplates", "exemptNamespaces", "enforcement", "warnNamespaces",
             "allowIgnoreAnnotation", "allowIgnoreRules", "gpuResourceNames", "podTemplatePaths", "failureMode",
@@ -58,8 +58,9 @@ def test_defaults_are_the_engines() -> None:
 
 
 def _rule_schema(rule_id: str) -> dict[str, Any]:
-    entry: dict[str, Any] = SCHEMA["properties"]["rules"]["anyOf"][0]["properties"][rule_id]
-    return entry["anyOf"][0]
+    entry = SCHEMA["properties"]["rules"]["anyOf"][0]["properties"][rule_id]
+    first: dict[str, Any] = entry["anyOf"][0]
+    return first
 
 
 def test_rules_and_their_options_come_from_the_rule_modules() -> None:
