@@ -1,23 +1,27 @@
-"""Which file a SARIF result or GitHub annotation names, and where in it.
+"""Which file a finding or an input error is reported at, and where in it.
 
-A finding in a file is reported at that file's own line and column.  Helm output read from stdin
-(`helm template … | gpuguard lint -`) exists in no repository, so a document headed by Helm's
-`# Source: chart/templates/x.yaml` comment is reported at that template instead, as Helm prints
-its path (with ``--helm-chart DIR``: the first path segment, the chart's name, becomes DIR, so the
-path is the template's path in the repository).  Its line and column are the position inside the
-rendered document, counted from the line after the `# Source:` comment: they equal the
-template's own line only where no directive (`{{- include … | nindent }}`, `{{- if }}`, a range)
-changed the line count before it, and Helm keeps no trace that would map them back.  Reports say
-so, and give the position in the rendered stream beside it.  Other stdin documents are named by
-``--stdin-filename`` (default ``<stdin>``).
+A finding in a file is reported at that file's own line and column.  Helm output — a chart that
+``gpuguard lint`` rendered itself, or ``helm template … | gpuguard lint -`` — exists in no
+repository, so a document headed by Helm's ``# Source: chart/templates/x.yaml`` comment is
+reported at that template instead: Helm prints the path under the chart's name, which becomes
+the chart's directory (the rendered directory, or ``--helm-chart DIR`` for stdin), so the path is
+the template's path in the repository.
+
+The line: where the finding's rendered line occurs exactly once in the template's own text, that
+is its line in the template — sure.  Otherwise (the line came out of ``{{ }}``, or repeats) the
+position is the one inside the rendered document, counted from the line after the ``# Source:``
+comment: it equals the template's line only where no directive (``{{- include … | nindent }}``,
+``{{- if }}``, a range) changed the line count before it, and Helm keeps no trace that would map it
+back.  Reports then say so, and give the position in the rendered stream beside it.
 """
 
 from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
+from gpuguard.sources.yamlsafe import MAX_FILE_BYTES
 from linter.report import Report
 
 
@@ -25,7 +29,7 @@ from linter.report import Report
 class Rendered:
     """Where a finding reported at a Helm template sits in the rendered stream it was read from."""
 
-    stream: str  # the stdin name
+    stream: str  # the rendered input's name (the chart directory, or stdin)
     line: int  # 1-based line in the whole stream
     template: str  # the `# Source:` path as Helm printed it
 
@@ -35,7 +39,7 @@ class Place:
     file: str
     line: int
     column: int | None
-    rendered: Rendered | None = None
+    rendered: Rendered | None = None  # set when the line is the rendered document's, not the template's
 
     def note(self) -> str:
         """What the line refers to, for messages; empty for a file's own position."""
@@ -59,32 +63,62 @@ class Placer:
     """Places the findings and input errors of one report."""
 
     def __init__(self, report: Report) -> None:
-        self._stdin = report.stdin_name
-        self._chart = report.helm_chart.rstrip("/") if report.helm_chart else None
-        self._origins: list[_Origin] = []
+        self._charts = {file: chart.rstrip("/") if chart else None for file, chart in report.charts().items()}
+        self._origins: dict[str, list[_Origin]] = {}
+        self._lines: dict[str, dict[int, str]] = {}
         for result in report.results:
-            if result.file == self._stdin:
-                self._origins.extend(
+            if result.file in self._charts and result.helm_origins:
+                self._origins[result.file] = [
                     _Origin(o.start, o.end, o.source_line, o.template) for o in result.helm_origins
-                )
-        self._starts = [o.start for o in self._origins]
+                ]
+                self._lines[result.file] = result.excerpts
+        self._starts = {file: [o.start for o in origins] for file, origins in self._origins.items()}
+        self._templates: dict[str, list[str] | None] = {}
 
-    def template_path(self, template: str) -> str:
-        if self._chart is None:
+    def template_path(self, template: str, chart: str | None) -> str:
+        if chart is None:
             return template
         parts = PurePosixPath(template).parts
-        return str(PurePosixPath(self._chart, *parts[1:])) if len(parts) > 1 else template
+        if len(parts) <= 1:
+            return template
+        path = PurePosixPath(chart, *parts[1:])
+        return str(path) if chart not in ("", ".") else str(PurePosixPath(*parts[1:]))
 
     def place(self, file: str, line: int, column: int | None) -> Place:
-        if file != self._stdin or not self._origins or line < 1:
+        origins = self._origins.get(file)
+        if not origins or line < 1:
             return Place(file, line, column)
-        i = bisect.bisect_right(self._starts, line - 1) - 1
+        i = bisect.bisect_right(self._starts[file], line - 1) - 1
         if i < 0:
             return Place(file, line, column)
-        origin = self._origins[i]
+        origin = origins[i]
         if not origin.source_line < line - 1 < origin.end:  # outside the document the comment heads
             return Place(file, line, column)
-        relative = line - 1 - origin.source_line
-        return Place(
-            self.template_path(origin.template), relative, column, Rendered(file, line, origin.template)
-        )
+        chart = self._charts[file]
+        path = self.template_path(origin.template, chart)
+        sure = self._template_line(path, self._lines[file].get(line)) if chart is not None else None
+        if sure is not None:
+            return Place(path, sure, column)
+        return Place(path, line - 1 - origin.source_line, column, Rendered(file, line, origin.template))
+
+    def _template_line(self, path: str, rendered: str | None) -> int | None:
+        """The 1-based line of ``path`` that is ``rendered`` when exactly one is (None otherwise)."""
+        if rendered is None or not rendered.strip():
+            return None
+        if path not in self._templates:
+            self._templates[path] = _read_lines(Path(path))
+        lines = self._templates[path]
+        if lines is None:
+            return None
+        wanted = rendered.rstrip("\r\n")
+        found = [n for n, text in enumerate(lines, 1) if text == wanted]
+        return found[0] if len(found) == 1 else None
+
+
+def _read_lines(path: Path) -> list[str] | None:
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        return path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -7,6 +7,7 @@ be read or parsed, or bad usage (config and cluster snapshot errors included).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import stat
 import sys
@@ -35,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "paths",
         nargs="*",
         metavar="PATH",
-        help="files, directories (searched for *.yaml, *.yml, *.json) or - for stdin (default: .)",
+        help="files, directories (searched for *.yaml, *.yml, *.json; Helm charts and kustomizations are "
+        "rendered) or - for stdin (default: stdin when it is piped, else .)",
     )
     parser.add_argument(
         "--cluster",
@@ -75,6 +77,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the chart directory Helm rendered into stdin: SARIF and GitHub reports name its templates "
         "DIR/templates/… instead of <chart name>/templates/…",
     )
+    parser.add_argument(
+        "--enable", action="append", default=[], metavar="RULE",
+        help="turn RULE on at its default severity, over the config (repeatable)",
+    )
+    parser.add_argument(
+        "--disable", action="append", default=[], metavar="RULE",
+        help="turn RULE off, over the config (repeatable)",
+    )
+    parser.add_argument(
+        "--fail-if-no-objects", action="store_true",
+        help="exit 2 when the inputs hold no Kubernetes object (a note on stderr otherwise)",
+    )
+    parser.add_argument("--sarif", metavar="FILE", help="also write the report as SARIF to FILE (one run, two reports)")
+    render = parser.add_argument_group("charts and kustomizations (rendered before they are linted)")
+    render.add_argument("--helm", metavar="PATH", help="the helm binary (default: helm on PATH)")
+    render.add_argument("--kubectl", metavar="PATH", help="the kubectl binary for kustomize (default: kubectl on PATH)")
+    render.add_argument("--helm-values", action="append", default=[], metavar="FILE",
+                        help="a values file for every chart (repeatable, as helm template --values)")
+    render.add_argument("--helm-set", action="append", default=[], metavar="K=V",
+                        help="a value for every chart (repeatable, as helm template --set)")
+    render.add_argument("--helm-release", default="release-name", metavar="NAME",
+                        help="the release name charts are rendered with (default: release-name)")
+    render.add_argument("--namespace", metavar="NS", help="the namespace charts are rendered into")
     from gpuguard.registry.cli import add_arguments as add_registry_arguments
 
     add_registry_arguments(parser, default_on=False)
@@ -165,6 +190,11 @@ class _Run:
         if item.path is None:
             self.stdin_fixed.append(new_text if new_text is not None else source.text)
         elif new_text is not None:
+            if item.tool is not None:
+                what = "a Helm chart" if item.tool == "helm" else "a kustomization"
+                result.errors.append(InputError(item.name, 0, f"cannot write the fixes: {what} is rendered, not "
+                                                "edited; change its templates (--diff shows the fixes)"))
+                return result
             if source.stamp is None:
                 result.errors.append(InputError(item.name, 0, "cannot write the fixes: not a regular file"))
                 return result
@@ -190,10 +220,15 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         config, _ = load_config_file(args.config)
+        config = _selected(config, args.enable, args.disable)
         facts = load_cluster_facts(args.cluster) if args.cluster else ClusterFacts.empty()
         registry = effective_settings(config.registry, args)
     except InputError as exc:
-        sys.stderr.write(f"gpuguard lint: {exc.where}: {exc.message}\n")
+        where = exc.where if exc.line > 0 else exc.file
+        sys.stderr.write(f"gpuguard lint: {where}: {exc.message}\n")
+        return EXIT_ERROR
+    except _UsageError as exc:
+        sys.stderr.write(f"gpuguard lint: {exc}\n")
         return EXIT_ERROR
     except RegistryUsageError as exc:
         sys.stderr.write(f"gpuguard lint: {exc}\n")
@@ -202,20 +237,26 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from gpuguard.sources.inputs import STDIN_NAME, Input
+    from gpuguard.sources.render import RenderOptions
     from policies.effective_facts import effective_facts
 
-    paths = args.paths or (["-"] if args.stdin_filename else ["."])
+    paths = args.paths or (["-"] if args.stdin_filename or not sys.stdin.isatty() else ["."])
     if args.stdin_filename is not None and "-" not in paths:
         sys.stderr.write("gpuguard lint: --stdin-filename names stdin: add - to the paths\n")
         return EXIT_ERROR
     if args.helm_chart is not None and not Path(args.helm_chart, "Chart.yaml").is_file():
         sys.stderr.write(f"gpuguard lint: --helm-chart {args.helm_chart}: no Chart.yaml in that directory\n")
         return EXIT_ERROR
-    inputs, missing = collect(paths)
+    options = RenderOptions(
+        helm=args.helm, kubectl=args.kubectl, values=tuple(args.helm_values), sets=tuple(args.helm_set),
+        release=args.helm_release, namespace=args.namespace,
+    )
+    inputs, missing = collect(paths, options)
     stdin_name = args.stdin_filename or STDIN_NAME
     inputs = [Input(stdin_name, None) if item.path is None else item for item in inputs]
     report = Report(errors=missing, fail_on=Severity.parse(args.fail_on), cluster=args.cluster)
     report.stdin_name, report.helm_chart = stdin_name, args.helm_chart
+    report.rendered_charts = [item.name for item in inputs if item.tool == "helm"]
     seen = effective_facts(facts, config)
     report.extended_resource_toleration = seen.extended_resource_toleration_reason
     report.scaling_pools = [f"{pool.pool.origin} {pool.name!r}" for pool in seen.pools if pool.pool is not None]
@@ -246,8 +287,77 @@ def run(args: argparse.Namespace) -> int:
     for fixed in state.stdin_fixed:
         sys.stdout.write(fixed)
     sys.stdout.flush()
+    no_objects = not report.all_errors and not any(r.objects for r in report.results)
+    if no_objects:
+        names = ", ".join(paths) if len(paths) <= 3 else f"{len(paths)} paths"
+        report.notes.append(f"no Kubernetes objects found in {names}")
+        if args.format != "text":
+            sys.stderr.write(f"gpuguard lint: note: no Kubernetes objects found in {names}\n")
     _render(report, args.format, sys.stderr if stdout_taken else sys.stdout)
+    if args.sarif:
+        _write_sarif(report, args.sarif)
+    if no_objects and args.fail_if_no_objects:
+        return EXIT_ERROR
     return report.exit_code()
+
+
+class _UsageError(ValueError):
+    pass
+
+
+def _selected(config: Config, enable: list[str], disable: list[str]) -> Config:
+    """``config`` with the rules --enable and --disable name switched on (at their default
+    severity unless the config sets one) or off."""
+    import dataclasses
+    import difflib
+
+    from policies.config import RuleSettings
+    from policies.registry import RULES
+
+    for rule in [*enable, *disable]:
+        if rule not in RULES:
+            close = difflib.get_close_matches(rule, list(RULES), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else "; `gpuguard rules` lists them"
+            raise _UsageError(f"no rule {rule!r}{hint}")
+    both = sorted(set(enable) & set(disable))
+    if both:
+        raise _UsageError(f"--enable and --disable both name {', '.join(both)}")
+    if not enable and not disable:
+        return config
+    rules = dict(config.rules)
+    for rule in enable:
+        current = config.settings(rule)
+        severity = current.severity if current.severity is not None else RULES[rule].DEFAULT_SEVERITY
+        rules[rule] = RuleSettings(severity, current.options, current.explicit and current.severity is not None)
+    for rule in disable:
+        rules[rule] = RuleSettings(None, config.settings(rule).options, True)
+    return dataclasses.replace(config, rules=rules)
+
+
+def _write_sarif(report: Report, path: str) -> None:
+    """The SARIF report to ``path``, written atomically (a temporary file renamed over it)."""
+    import io
+    import os
+    import tempfile
+
+    from linter.formats import sarif
+
+    buffer = io.StringIO()
+    sarif.render(report, buffer)
+    target = os.path.abspath(path)
+    directory = os.path.dirname(target) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".gpuguard-", suffix=".sarif", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(buffer.getvalue())
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _dra_inputs(inputs: list[Input]) -> DraInputs:

@@ -254,7 +254,8 @@ def lint_text(
         found = layout.helm_source_line(seg)
         if found is not None:
             result.helm_origins.append(HelmOrigin(seg.start, seg.end, found[0], found[1]))
-    if excerpts and result.findings:
+    # Helm output keeps the lines of its findings too: linter.artifacts finds them in the templates.
+    if (excerpts or result.helm_origins) and result.findings:
         cursor = LineCursor(layout)
         for line in sorted({f.line for f in result.findings}):
             source = cursor.get(line)

@@ -26,7 +26,15 @@ class Report:
     extended_resource_toleration: str | None = None
     scaling_pools: list[str] = field(default_factory=list)
     stdin_name: str = STDIN_NAME  # what stdin is called in the report (--stdin-filename)
-    helm_chart: str | None = None  # the rendered chart's directory (--helm-chart), for template paths
+    helm_chart: str | None = None  # the chart directory Helm rendered into stdin (--helm-chart)
+    rendered_charts: list[str] = field(default_factory=list)  # charts gpuguard rendered (their directories)
+    notes: list[str] = field(default_factory=list)  # said on stderr (text) or in the summary
+    def charts(self) -> dict[str, str | None]:
+        """Inputs that are Helm output, by name: the chart directory their templates are in
+        (None when unknown: stdin without --helm-chart; its templates are named as Helm prints them)."""
+        out: dict[str, str | None] = {self.stdin_name: self.helm_chart}
+        out.update({chart: chart for chart in self.rendered_charts})
+        return out
 
     @property
     def findings(self) -> list[Located]:

@@ -14,6 +14,7 @@ from policies.config import Config
 from policies.dra.capacity import with_dra_capacity
 from policies.facts import ClusterFacts
 from policies.memo import EffectiveFactsKey
+from policies.reads import NODES, POOLS
 
 _MARK = "_effective_for"
 
@@ -27,10 +28,14 @@ def effective_facts(facts: ClusterFacts, config: Config) -> ClusterFacts:
     if not config.node_pools and config.extended_resource_toleration is None:
         return served
 
+    key = EffectiveFactsKey(id(config))
+
     def build() -> ClusterFacts:
         ert = served.extended_resource_toleration
         if config.extended_resource_toleration is not None:
             ert = config.extended_resource_toleration
+        # The same nodes (and so their groups); the config's pools and its word on the cluster added.
+        tokens = served.derived_tokens(("effective", config), {NODES: (NODES,), POOLS: (POOLS,)})
         merged = ClusterFacts(
             nodes=served.nodes,
             runtime_classes=served.runtime_classes,
@@ -38,8 +43,11 @@ def effective_facts(facts: ClusterFacts, config: Config) -> ClusterFacts:
             pools=(*served.pools, *config.node_pools),
             extended_resource_toleration=ert,
             dra=served.dra,
+            groups=served.node_groups,
+            tokens=tokens,
+            basis=facts.previous_value(key, config, pinned=True),
         )
         object.__setattr__(merged, _MARK, config)
         return merged
 
-    return facts.memoised(EffectiveFactsKey(id(config)), build, owner=config, pinned=True)
+    return facts.memoised(key, build, owner=config, pinned=True)

@@ -12,15 +12,17 @@ current ``nvidia.com/cuda.driver-version.{major,minor,revision,full}`` /
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from policies.labeldomain import LabelDomain
 from policies.managed import detect_extended_resource_toleration, pending_gpu_resources
 from policies.quantity import try_parse
+from policies.reads import ASPECTS, DRA_DEVICES, NODES, POOLS, RUNTIME_CLASSES, note, note_all, recording
 from policies.resources import is_native
 from policies.shapes import as_list, as_mapping
 
@@ -49,6 +51,13 @@ VOLATILE_LABELS = frozenset(
         "nvidia.com/gpu.clique",
     }
 )
+
+# Labels whose value changes while nothing about the node does: GPU Feature Discovery rewrites
+# ``nvidia.com/gfd.timestamp`` on every GPU node each ``--sleep-interval`` (default 60s) unless
+# ``--no-timestamp`` is set (NVIDIA/k8s-device-plugin@1b826acc6 docs/gpu-feature-discovery/README.md).
+# A change of such a value alone does not make a node changed for live facts, and a pod selecting on
+# the value is not judged against nodes (policies.engine): whether a label is there still counts.
+CHURNING_LABELS = frozenset({"nvidia.com/gfd.timestamp"})
 
 Version = tuple[int, ...]
 T = TypeVar("T")
@@ -141,6 +150,24 @@ class NodeFacts:
     @property
     def cuda_version(self) -> Version | None:
         return _parsed_cuda(tuple(self.labels.get(k) for k in _CUDA_KEYS))
+
+
+_NODE_FIELDS = tuple(f.name for f in dataclasses.fields(NodeFacts))
+
+
+def same_for_scheduling(a: NodeFacts, b: NodeFacts) -> bool:
+    """Whether two versions of a node differ at most in the values of ``CHURNING_LABELS``."""
+    if a == b:
+        return True
+    if a.labels.keys() != b.labels.keys():
+        return False
+    for f in _NODE_FIELDS:
+        if f == "labels":
+            if any(v != b.labels[k] for k, v in a.labels.items() if k not in CHURNING_LABELS):
+                return False
+        elif getattr(a, f) != getattr(b, f):
+            return False
+    return True
 
 
 def _version(text: str) -> Version | None:
@@ -293,55 +320,203 @@ class ResourceNamesKey:
     """Memo key of ``ClusterFacts.resource_names`` (reads only the snapshot)."""
 
 
-@dataclass(frozen=True)
+Tokens = Mapping[str, Hashable]
+
+
+def group_nodes(nodes: Iterable[NodeFacts]) -> tuple[NodeGroup, ...]:
+    """The groups of ``nodes`` (existing nodes, not pools), in the order of their first member."""
+    nodes = tuple(nodes)
+    buckets: dict[tuple[Any, ...], list[NodeFacts]] = {}
+    per_node = _per_node_keys(nodes)
+    for node in nodes:
+        buckets.setdefault(_group_key(node, per_node), []).append(node)
+    return tuple(NodeGroup(m[0], tuple(m), _varying_labels(m, per_node)) for m in buckets.values())
+
+
+def _group_pools(pools: tuple[NodeFacts, ...], basis: tuple[NodeGroup, ...] = ()) -> tuple[NodeGroup, ...]:
+    """A pool is its own group (two with the same name and traits are one), reused from ``basis``."""
+    known = {id(g.representative): g for g in basis if g.size == 1}
+    buckets: dict[tuple[Any, ...], list[NodeFacts]] = {}
+    for pool in pools:
+        buckets.setdefault(_group_key(pool, frozenset()), []).append(pool)
+    out = []
+    for members in buckets.values():
+        reused = known.get(id(members[0])) if len(members) == 1 else None
+        out.append(reused if reused is not None and reused.representative is members[0]
+                   else NodeGroup(members[0], tuple(members), frozenset()))
+    return tuple(out)
+
+
+def _same_token(a: object, b: object) -> bool:
+    """Tokens are identities (a changed aspect gets a new object), or tuples of tokens and names."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same_token(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, str | int) and isinstance(b, str | int):
+        return a == b
+    return a is b
+
+
 class ClusterFacts:
-    """Nodes, RuntimeClasses, capacity that can appear (``pools``) and cluster behaviour.
+    """Nodes, RuntimeClasses, capacity that can appear (``pools``) and cluster behaviour; immutable.
 
     ``extended_resource_toleration``: whether the API server runs the ExtendedResourceToleration
     admission plugin; None means "as the nodes tell" (policies.managed detects GKE and AKS).
+
+    **Snapshots that follow each other** (live facts): ``tokens`` holds one token per aspect of
+    the facts (policies.reads), the same object while that aspect is unchanged; ``basis`` is the
+    snapshot this one follows.  Memo entries of ``basis`` whose computation read only unchanged
+    aspects are kept (entries holding derived facts are rebuilt, see :meth:`previous_value`);
+    ``groups`` passes node groups already built (``NodeGrouper``), and a ``basis`` with the very
+    same ``nodes`` lends its groups.  Without tokens every aspect is new and nothing is kept.
     """
 
-    nodes: tuple[NodeFacts, ...] = ()
-    runtime_classes: Mapping[str, RuntimeClassFacts] = field(default_factory=dict)
-    source: str = "none"
-    pools: tuple[NodeFacts, ...] = ()
-    extended_resource_toleration: bool | None = None
-    # DeviceClasses, ResourceSlices, ResourceClaims and templates (policies.dra.facts); None: not known.
-    dra: DraFacts | None = None
-    groups: tuple[NodeGroup, ...] = field(init=False, default=())
+    _nodes: tuple[NodeFacts, ...]
+    _runtime_classes: Mapping[str, RuntimeClassFacts]
+    source: str
+    _pools: tuple[NodeFacts, ...]
+    _extended_resource_toleration: bool | None
+    _dra: DraFacts | None
+    _groups: tuple[NodeGroup, ...]
+    _node_groups: int
+    _ert_reason: str | None
+    _tokens: dict[str, Hashable]
+    _previous: ClusterFacts | None
+    _memo: dict[Hashable, tuple[object, Any, frozenset[str]]]
+    _pinned: dict[Hashable, tuple[object, Any, frozenset[str]]]
 
-    def __post_init__(self) -> None:
-        buckets: dict[tuple[Any, ...], list[NodeFacts]] = {}
-        per_node = _per_node_keys(self.nodes)
-        for node in (*self.nodes, *self.pools):
-            buckets.setdefault(_group_key(node, per_node), []).append(node)
-        groups = tuple(
-            NodeGroup(members[0], tuple(members), _varying_labels(members, per_node))
-            for members in buckets.values()
-        )
-        object.__setattr__(self, "groups", groups)
-        object.__setattr__(self, "_memo", {})
-        object.__setattr__(self, "_pinned", {})
-        if self.extended_resource_toleration is None:
-            reason = detect_extended_resource_toleration(self.nodes)
+    def __init__(
+        self,
+        nodes: Iterable[NodeFacts] = (),
+        runtime_classes: Mapping[str, RuntimeClassFacts] | None = None,
+        source: str = "none",
+        pools: Iterable[NodeFacts] = (),
+        extended_resource_toleration: bool | None = None,
+        dra: DraFacts | None = None,
+        *,
+        groups: tuple[NodeGroup, ...] | None = None,
+        tokens: Tokens | None = None,
+        basis: ClusterFacts | None = None,
+    ) -> None:
+        put = object.__setattr__
+        nodes = nodes if isinstance(nodes, tuple) else tuple(nodes)
+        pools = pools if isinstance(pools, tuple) else tuple(pools)
+        put(self, "_nodes", nodes)
+        put(self, "_runtime_classes", {} if runtime_classes is None else runtime_classes)
+        put(self, "source", source)
+        put(self, "_pools", pools)
+        put(self, "_extended_resource_toleration", extended_resource_toleration)
+        put(self, "_dra", dra)
+        lender = basis if basis is not None and basis._nodes is nodes else None
+        if groups is None:
+            groups = lender._groups[: lender._node_groups] if lender is not None else group_nodes(nodes)
+        pool_groups = _group_pools(pools, basis._groups[basis._node_groups:] if basis is not None else ())
+        put(self, "_groups", (*groups, *pool_groups))
+        put(self, "_node_groups", len(groups))
+        if extended_resource_toleration is not None:
+            reason = "configured (extendedResourceToleration: true)" if extended_resource_toleration else None
+        elif lender is not None and lender._extended_resource_toleration is None:
+            reason = lender._ert_reason
         else:
-            reason = "configured (extendedResourceToleration: true)" if self.extended_resource_toleration else None
-        object.__setattr__(self, "_ert_reason", reason)
+            reason = detect_extended_resource_toleration(nodes)
+        put(self, "_ert_reason", reason)
+        put(self, "_tokens", {a: (tokens[a] if tokens is not None and a in tokens else object()) for a in ASPECTS})
+        put(self, "_memo", {})
+        put(self, "_pinned", {})
+        put(self, "_previous", basis)
+        if basis is not None:
+            self._inherit(basis)
+            put(basis, "_previous", None)  # superseded: one step of history is enough
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"ClusterFacts is immutable (cannot set {name!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ClusterFacts):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self._nodes, dict(self._runtime_classes), self.source, self._pools,
+                self._extended_resource_toleration, self._dra)
+
+    def __repr__(self) -> str:
+        return (f"ClusterFacts(source={self.source!r}, nodes={len(self._nodes)}, groups={len(self._groups)}, "
+                f"runtime_classes={len(self._runtime_classes)}, pools={len(self._pools)})")
+
+    # --- the facts (each read is recorded: policies.reads) ------------------------------------
+    @property
+    def nodes(self) -> tuple[NodeFacts, ...]:
+        note(NODES)
+        return self._nodes
+
+    @property
+    def groups(self) -> tuple[NodeGroup, ...]:
+        note(NODES)
+        note(POOLS)
+        return self._groups
+
+    @property
+    def node_groups(self) -> tuple[NodeGroup, ...]:
+        """The groups of ``nodes`` (``groups`` without the pools): for facts derived with the same nodes."""
+        note(NODES)
+        return self._groups[: self._node_groups]
+
+    @property
+    def pools(self) -> tuple[NodeFacts, ...]:
+        note(POOLS)
+        return self._pools
+
+    @property
+    def runtime_classes(self) -> Mapping[str, RuntimeClassFacts]:
+        note(RUNTIME_CLASSES)
+        return self._runtime_classes
+
+    @property
+    def dra(self) -> DraFacts | None:
+        """DeviceClasses, ResourceSlices, ResourceClaims and templates (policies.dra.facts); None: not known."""
+        note(DRA_DEVICES)  # what the DRA facts hold is recorded by their own accessors
+        return self._dra
+
+    @property
+    def extended_resource_toleration(self) -> bool | None:
+        note(NODES)
+        return self._extended_resource_toleration
 
     @property
     def is_empty(self) -> bool:
-        return not self.nodes and not self.runtime_classes and not self.pools
+        note_all(_PRESENCE)
+        return self._empty
+
+    @property
+    def _empty(self) -> bool:
+        return not self._nodes and not self._runtime_classes and not self._pools
 
     @property
     def tolerates_extended_resources(self) -> bool:
         """Whether every pod gets a NoSchedule toleration for each extended resource it requests."""
-        return self._ert_reason is not None  # type: ignore[attr-defined]
+        note(NODES)
+        return self._ert_reason is not None
 
     @property
     def extended_resource_toleration_reason(self) -> str | None:
         """Why the ExtendedResourceToleration behaviour is assumed (None: it is not)."""
-        reason: str | None = self._ert_reason  # type: ignore[attr-defined]
-        return reason
+        note(NODES)
+        return self._ert_reason
+
+    def token(self, aspect: str) -> Hashable:
+        """The token of ``aspect`` (policies.reads): the same object while the aspect is unchanged."""
+        return self._tokens[aspect]
+
+    def derived_tokens(self, tag: Hashable, changed: Mapping[str, tuple[str, ...]]) -> dict[str, Hashable]:
+        """Tokens of facts derived from these: aspect ``a`` in ``changed`` is computed from this snapshot's
+        aspects ``changed[a]`` in a way ``tag`` names (hold what the derivation reads, e.g. the config);
+        the other aspects are these facts' own."""
+        tokens = dict(self._tokens)
+        for aspect, inputs in changed.items():
+            tokens[aspect] = (tag, *(self._tokens[i] for i in inputs))
+        return tokens
 
     @classmethod
     def empty(cls) -> ClusterFacts:
@@ -349,13 +524,16 @@ class ClusterFacts:
 
     def bound_to(self, node_name: str) -> ClusterFacts:
         """These facts with only ``node_name`` (none when the snapshot does not have it), memoised."""
+        key = BoundNodeKey(node_name)
 
         def compute() -> ClusterFacts:
             nodes = tuple(n for n in self.nodes if n.name == node_name)
             source = f"{self.source}, node {node_name}"
-            return ClusterFacts(nodes=nodes, runtime_classes=self.runtime_classes, source=source, dra=self.dra)
+            tokens = self.derived_tokens(("bound", node_name), {NODES: (NODES,), POOLS: ()})
+            return ClusterFacts(nodes=nodes, runtime_classes=self.runtime_classes, source=source, dra=self._dra,
+                                tokens=tokens, basis=self.previous_value(key))
 
-        return self.memoised(BoundNodeKey(node_name), compute)
+        return self.memoised(key, compute)
 
     def resource_names(self) -> frozenset[str]:
         """Resources some node (or pool) is known to offer."""
@@ -376,16 +554,51 @@ class ClusterFacts:
         bounded: past MEMO_LIMIT entries it starts over.  ``pinned`` values are derived from the
         snapshot as a whole (indexes, DRA capacity, a config's rule plan): a few per snapshot, costly
         on a large fleet, so they live apart and do not start over with the per-template entries
-        (else every MEMO_LIMIT distinct templates one review would pay for them again).
+        (else every MEMO_LIMIT distinct templates one review would pay for them again).  What the
+        computation read of the facts is kept with the value (policies.reads), so that a following
+        snapshot keeps it while those parts are unchanged.
         """
-        memo: dict[Hashable, tuple[object, Any]] = self._pinned if pinned else self._memo  # type: ignore[attr-defined]
+        memo = self._pinned if pinned else self._memo
         found = memo.get(key)
         if found is None or found[0] is not owner:
             if len(memo) > (PINNED_LIMIT if pinned else MEMO_LIMIT):
                 memo.clear()
-            found = memo[key] = (owner, compute())
-        value: T = found[1]
-        return value
+            with recording() as reads:
+                value = compute()
+            found = memo[key] = (owner, value, frozenset(reads))
+        else:
+            note_all(found[2])
+        result: T = found[1]
+        return result
+
+    def previous_value(self, key: Hashable, owner: object = None, *, pinned: bool = False) -> Any:
+        """What the snapshot these facts follow computed for ``key`` (None if nothing, or for another
+        owner): derived facts are rebuilt for each snapshot, as their own ``basis``."""
+        previous = self._previous
+        if previous is None:
+            return None
+        found = (previous._pinned if pinned else previous._memo).get(key)
+        return found[1] if found is not None and found[0] is owner else None
+
+    def same_as_previous(self, *aspects: str) -> bool:
+        """Whether ``aspects`` are unchanged since the snapshot these facts follow."""
+        previous = self._previous
+        return previous is not None and all(_same_token(previous._tokens[a], self._tokens[a]) for a in aspects)
+
+    def _inherit(self, basis: ClusterFacts) -> None:
+        if basis._empty != self._empty or basis.source != self.source:
+            return  # rules judge differently with and without facts, and messages name the source
+        verdicts: dict[frozenset[str], bool] = {}
+        for mine, theirs in ((self._memo, basis._memo), (self._pinned, basis._pinned)):
+            for key, entry in list(theirs.items()):
+                if isinstance(entry[1], ClusterFacts):
+                    continue  # derived facts hold the old snapshot's parts: rebuilt on demand
+                reads = entry[2]
+                kept = verdicts.get(reads)
+                if kept is None:
+                    kept = verdicts[reads] = all(_same_token(basis._tokens[a], self._tokens[a]) for a in reads)
+                if kept:
+                    mine[key] = entry
 
     @classmethod
     def from_objects(cls, objects: Iterable[Mapping[str, Any]], source: str = "snapshot") -> ClusterFacts:
@@ -415,6 +628,126 @@ class ClusterFacts:
                     pools.append(pool)
         dra = dra_facts_from_objects(objects)
         return cls(nodes=tuple(nodes), runtime_classes=classes, source=source, pools=tuple(pools), dra=dra)
+
+
+_PRESENCE = frozenset({NODES, POOLS, RUNTIME_CLASSES})
+
+
+class NodeGrouper:
+    """Node groups kept up to date one node at a time (live facts), as :func:`group_nodes` builds them.
+
+    ``put``/``remove`` change one node; :meth:`build` returns the nodes in name order and their groups,
+    rebuilding only the groups whose members changed (the others are the very same objects).  Which
+    label keys are per-node (``_per_node_keys``) is kept by counting values; when that set changes,
+    every node is regrouped.
+    """
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, NodeFacts] = {}
+        self._values: dict[str, dict[str, int]] = {}  # label key -> value -> nodes carrying it
+        self._carriers: dict[str, int] = {}
+        self._per_node: frozenset[str] = frozenset()
+        self._bucket_of: dict[str, tuple[Any, ...]] = {}
+        self._buckets: dict[tuple[Any, ...], dict[str, NodeFacts]] = {}
+        self._groups: dict[tuple[Any, ...], NodeGroup] = {}
+        self._dirty: set[tuple[Any, ...]] = set()
+        self._order: tuple[str, ...] | None = ()
+        self._built: tuple[tuple[NodeFacts, ...], tuple[NodeGroup, ...]] | None = ((), ())
+        self.regroups = 0  # full regroupings (the per-node label keys changed)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def get(self, name: str) -> NodeFacts | None:
+        return self._nodes.get(name)
+
+    def put(self, node: NodeFacts) -> None:
+        old = self._nodes.get(node.name)
+        if old is node:
+            return
+        if old is None:
+            self._order = None
+        else:
+            self._count(old, -1)
+            self._leave(old.name)
+        self._nodes[node.name] = node
+        self._count(node, 1)
+        self._join(node)
+        self._built = None
+
+    def remove(self, name: str) -> None:
+        old = self._nodes.pop(name, None)
+        if old is None:
+            return
+        self._count(old, -1)
+        self._leave(name)
+        self._order = None
+        self._built = None
+
+    def _count(self, node: NodeFacts, step: int) -> None:
+        if node.pool is not None:
+            return
+        for key, value in node.labels.items():
+            values = self._values.setdefault(key, {})
+            left = values.get(value, 0) + step
+            if left:
+                values[value] = left
+            else:
+                del values[value]
+            carriers = self._carriers.get(key, 0) + step
+            if carriers:
+                self._carriers[key] = carriers
+            else:
+                del self._carriers[key]
+                del self._values[key]
+
+    def _join(self, node: NodeFacts) -> None:
+        key = _group_key(node, self._per_node)
+        self._bucket_of[node.name] = key
+        self._buckets.setdefault(key, {})[node.name] = node
+        self._dirty.add(key)
+
+    def _leave(self, name: str) -> None:
+        key = self._bucket_of.pop(name)
+        members = self._buckets[key]
+        del members[name]
+        if not members:
+            del self._buckets[key]
+            self._groups.pop(key, None)
+        self._dirty.add(key)
+
+    def _current_per_node(self) -> frozenset[str]:
+        return frozenset(
+            k for k, seen in self._values.items()
+            if len(seen) >= PER_NODE_MIN_VALUES and 2 * len(seen) > self._carriers[k]
+        )
+
+    def build(self) -> tuple[tuple[NodeFacts, ...], tuple[NodeGroup, ...]]:
+        """The nodes (in name order) and their groups (in the order of each group's first member)."""
+        if self._built is not None:
+            return self._built
+        per_node = self._current_per_node()
+        if per_node != self._per_node:
+            self._per_node = per_node
+            self.regroups += 1
+            self._bucket_of.clear()
+            self._buckets.clear()
+            self._groups.clear()
+            self._dirty.clear()
+            for node in self._nodes.values():
+                self._join(node)
+        if self._order is None:
+            self._order = tuple(sorted(self._nodes))
+        nodes = tuple(self._nodes[name] for name in self._order)
+        for key in self._dirty:
+            members = self._buckets.get(key)
+            if members:
+                ordered = tuple(members[name] for name in sorted(members))
+                self._groups[key] = NodeGroup(ordered[0], ordered, _varying_labels(ordered, per_node))
+        self._dirty.clear()
+        groups = tuple(sorted(self._groups.values(), key=lambda g: g.representative.name))
+        self._built = (nodes, groups)
+        return self._built
 
 
 def flatten(objects: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:

@@ -66,7 +66,40 @@ OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 # are answered "allowed" at once so that kubelet status updates are never held up.
 CHECKED_SUBRESOURCES = frozenset({"", "ephemeralcontainers"})
 DENIAL_MAX_FINDINGS = 20  # kubectl prints the whole message; past this it is noise
-WARNING_LIMIT = 120  # admission/v1 types.go: "Limit warnings to 120 characters if possible."
+
+# What kube-apiserver does with a webhook's warnings (kubernetes/apiserver v0.36.3, commit
+# 72f5171bff564be05f1011ccef0233a2ea76ebb4; the same at master 24a394e5 of 2026-07-23):
+#
+# * pkg/admission/plugin/webhook/validating/dispatcher.go and mutating/dispatcher.go hand each one,
+#   unchanged, to the request's warning recorder: ``for _, w := range result.Warnings {
+#   warning.AddWarning(ctx, "", w) }``.  One recorder serves the whole request: both of gpuguard's
+#   webhooks (the mutating one first), every other webhook, deprecation and field warnings.
+# * pkg/endpoints/filters/warning.go (the recorder) drops empty and duplicate texts and counts
+#   runes: ``truncateAtTotalRunes = 4 * 1024`` and ``truncateItemRunes = 256``.  Nothing is cut
+#   while the request's warnings total at most 4096 runes.  The first warning that would pass that
+#   turns truncation on: every warning recorded so far and every later one is cut to its first 256
+#   runes, with no ellipsis (``text = string([]rune(text)[:truncateItemRunes])``), and once 4096
+#   runes are written the rest are dropped (``if r.written >= truncateAtTotalRunes &&
+#   r.truncating { return }``).  There is no limit on their number.  A text with a control
+#   character is dropped (k8s.io/apimachinery pkg/util/net/http.go NewWarningHeader: "text must be
+#   valid UTF-8 and must not contain control characters"); capped() escapes them.
+# * k8s.io/api admission/v1 types.go (kubernetes/kubernetes staging/src/k8s.io/api),
+#   AdmissionResponse: "Limit warnings to 120 characters if possible.  Warnings over 256
+#   characters and large numbers of warnings may be truncated."  kubectl prints each one whole on
+#   a line of its own (client-go rest/warnings.go: ``fmt.Fprintf(w.out, "Warning: %s\n", message)``).
+#
+# So gpuguard cuts its own warnings, with "…", to at most WARNING_LIMIT characters (Python counts
+# code points as Go counts runes): the API server never cuts one mid-word without a mark.  The two
+# webhooks together stay within the request's 4096 (validating 3072, mutating 1024); past a
+# webhook's budget, or past WARNING_MAX_COUNT warnings, the rest are summarised in one line.  Should
+# other sources push a request past 4096 anyway, the API server drops the last warnings (and cuts
+# others' to 256), and gpuguard's come in order of importance: would-deny first.
+WARNING_LIMIT = 256
+WARNINGS_TOTAL = 4096
+VALIDATING_WARNING_BUDGET = 3072
+MUTATING_WARNING_BUDGET = WARNINGS_TOTAL - VALIDATING_WARNING_BUDGET
+WARNING_MAX_COUNT = 20  # no API server limit: kubectl prints one line each, and past this it is noise
+ELLIPSIS = "…"
 
 Evaluator = Callable[[dict[str, Any], Config, ClusterFacts], Evaluation]
 
@@ -100,7 +133,9 @@ class Verdict:
     message: str = ""
     code: int = 403
     reason: str = "Forbidden"
+    # Every warning, in order of importance; encode_response sends them through capped().
     warnings: list[str] = field(default_factory=list)
+    warning_budget: int = VALIDATING_WARNING_BUDGET  # characters of warnings the response may carry
     patch: list[dict[str, Any]] | None = None
     findings: Sequence[Finding] = ()
     engine_error: bool = False
@@ -190,50 +225,117 @@ def fit_path(prefix: str, path: str) -> str:
     room = WARNING_LIMIT - len(prefix)
     if len(path) <= room:
         return prefix + path
-    return prefix + "…" + path[len(path) - room + 1 :] if room > 1 else (prefix + path)[:WARNING_LIMIT]
+    return prefix + ELLIPSIS + path[len(path) - room + 1 :] if room > 1 else shorten(prefix + path, WARNING_LIMIT)
 
 
 # Brackets and the separators where an explanation starts, in the order they appear.
 _CLAUSE_TOKENS = re.compile(r"[(\[{]|[)\]}]|; | — ")
+_TRAILING = " ,;:—-(["  # left at the end of a cut before the ellipsis
+
+
+def _structure(message: str) -> tuple[list[int], list[tuple[int, int]]]:
+    """Where the top-level clauses of ``message`` end (at a ``; `` or `` — `` outside brackets) and
+    the spans ``(start, end)`` of its top-level bracketed groups, brackets included."""
+    ends: list[int] = []
+    groups: list[tuple[int, int]] = []
+    depth, opened = 0, 0
+    for m in _CLAUSE_TOKENS.finditer(message):
+        token = m.group()
+        if token in "([{":
+            if depth == 0:
+                opened = m.start()
+            depth += 1
+        elif token in ")]}":
+            if depth == 1:
+                groups.append((opened, m.end()))
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            ends.append(m.start())
+    return ends, groups
 
 
 def first_clause(message: str) -> str:
     """The message up to its first top-level ``; `` or `` — `` (where the explanation starts)."""
-    depth = 0
-    for m in _CLAUSE_TOKENS.finditer(message):
-        token = m.group()
-        if token in "([{":
-            depth += 1
-        elif token in ")]}":
-            depth = max(0, depth - 1)
-        elif depth == 0:
-            return message[: m.start()]
-    return message
+    ends, _ = _structure(message)
+    return message[: ends[0]] if ends else message
+
+
+def _elide_asides(message: str, room: int) -> str:
+    """``message`` with the bracketed asides inside its first clause (a group followed by more of
+    the clause: "needs CUDA 12.4 (from the tag …), which no node runs") replaced by "(…)", the
+    longest first, until the first clause fits in ``room`` or no such aside is left.  One scan:
+    messages carry strings from objects, so the work stays linear in their length."""
+    ends, groups = _structure(message)
+    first_end = ends[0] if ends else len(message)
+    if first_end <= room:
+        return message
+    inside = [(s, e) for s, e in groups if e <= first_end and e - s > 3]
+    if inside and not message[inside[-1][1] : first_end].strip(" ,."):
+        inside.pop()  # the clause ends with it: no aside, cut like the rest
+    length, chosen = first_end, []
+    for s, e in sorted(inside, key=lambda g: g[0] - g[1]):
+        if length <= room:
+            break
+        chosen.append((s, e))
+        length -= e - s - 3
+    if not chosen:
+        return message
+    parts, at = [], 0
+    for s, e in sorted(chosen):
+        parts += [message[at : s + 1], ELLIPSIS]
+        at = e - 1
+    parts.append(message[at:])
+    return "".join(parts)
+
+
+def shorten(message: str, room: int) -> str:
+    """``message`` if it fits in ``room`` characters, else its start, led by the reason and ending
+    in "…": whole clauses where they fill at least half the room, else whole words; asides in
+    brackets inside the first clause give way to "(…)" so that the clause's end survives."""
+    if len(message) <= room:
+        return message
+    if room <= 1:
+        return ELLIPSIS[:room]
+    message = _elide_asides(message, room - 1)
+    if len(message) <= room:
+        return message
+    keep = room - 1  # room for the ellipsis
+    ends, _ = _structure(message)
+    cut = max((e for e in ends if e <= keep), default=0)
+    if cut < keep // 2:
+        space = message.rfind(" ", 0, keep + 1)
+        cut = space if space >= keep // 2 else keep
+    return (message[:cut].rstrip(_TRAILING) or message[:keep]) + ELLIPSIS
 
 
 def short_warning(finding: Finding, prefix: str = "") -> str:
-    """The most helpful text for ``finding`` that fits in WARNING_LIMIT characters."""
-    rule = prefix + finding.rule
-    text = f"{rule}: {finding.message}"
-    if len(text) <= WARNING_LIMIT:
-        return text
-    text = f"{rule}: {first_clause(finding.message)}"
-    if len(text) <= WARNING_LIMIT:
-        return text
-    where = pointer.to_dotted(finding.path)
-    text = f"{rule} at {where}: {finding.remediation}"
-    if len(text) <= WARNING_LIMIT:
-        return text
-    return fit_path(f"{rule} at ", where)
+    """``<prefix><rule>: <message>``, the message shortened (see :func:`shorten`) to keep the whole
+    warning within WARNING_LIMIT characters."""
+    head = f"{prefix}{finding.rule}: "
+    return head + shorten(finding.message, WARNING_LIMIT - len(head))
 
 
-def capped(warnings: list[str]) -> list[str]:
-    """At most DENIAL_MAX_FINDINGS warnings; the rest are summarised in one line."""
-    if len(warnings) <= DENIAL_MAX_FINDINGS:
-        return warnings
-    rest = len(warnings) - DENIAL_MAX_FINDINGS + 1
-    summary = f"gpuguard: {rest} more warnings (run `gpuguard lint` on the manifest)"
-    return [*warnings[: DENIAL_MAX_FINDINGS - 1], summary]
+def _more(count: int) -> str:
+    noun = "warning" if count == 1 else "warnings"
+    return f"gpuguard: {count} more {noun} (run `gpuguard lint` on the manifest)"
+
+
+def capped(warnings: Sequence[str], budget: int = VALIDATING_WARNING_BUDGET) -> list[str]:
+    """The warnings as the API server should get them: printable, each within WARNING_LIMIT
+    characters, without duplicates, and at most WARNING_MAX_COUNT of them totalling at most
+    ``budget`` characters, the last of them then saying how many more there are."""
+    out = list(dict.fromkeys(shorten(printable(w), WARNING_LIMIT) for w in warnings if w))
+    if len(out) <= WARNING_MAX_COUNT and sum(map(len, out)) <= budget:
+        return out
+    kept: list[str] = []
+    used = 0
+    for i, text in enumerate(out):
+        # the line about the rest must fit after this one: reserve it
+        if len(kept) == WARNING_MAX_COUNT - 1 or used + len(text) + len(_more(len(out) - i - 1)) > budget:
+            break
+        kept.append(text)
+        used += len(text)
+    return [*kept, _more(len(out) - len(kept))]
 
 
 def denial_message(kind: str, namespace: str, name: str, findings: Sequence[Finding]) -> str:
@@ -331,7 +433,7 @@ def validate(req: AdmissionRequest, config: Config, facts: ClusterFacts, evaluat
     if not ev.gpu_related:  # nothing judged: say so when a template could not even be read
         notes += misshapen_warnings(req.obj, config)
     if not ev.findings:
-        return Verdict(allowed=True, warnings=capped(notes), ignore_uses=ev.ignore_uses)
+        return Verdict(allowed=True, warnings=notes, ignore_uses=ev.ignore_uses)
     blocking = ev.blocking()
     preexisting: list[Finding] = []
     if blocking and req.operation == "UPDATE" and req.old_obj is not None:
@@ -345,12 +447,12 @@ def validate(req: AdmissionRequest, config: Config, facts: ClusterFacts, evaluat
         warnings = [short_warning(f, "would deny: ") for f in blocking] + warnings
         return Verdict(
             allowed=True,
-            warnings=capped(list(dict.fromkeys([*warnings, *notes]))),
+            warnings=list(dict.fromkeys([*warnings, *notes])),
             findings=ev.findings,
             would_deny=blocking,
             ignore_uses=ev.ignore_uses,
         )
-    warnings = capped(list(dict.fromkeys([*warnings, *notes])))
+    warnings = list(dict.fromkeys([*warnings, *notes]))
     if not blocking:
         return Verdict(allowed=True, warnings=warnings, findings=ev.findings, ignore_uses=ev.ignore_uses)
     kind, name = _target(req)
@@ -372,10 +474,14 @@ def mutate(req: AdmissionRequest, config: Config, facts: ClusterFacts, evaluate:
     if not ops:
         return Verdict(allowed=True, findings=ev.findings)
     applied = [f for f in ev.findings if f.rule in config.mutate and f.fix]
-    warnings = capped(
-        list(dict.fromkeys(fit_path(f"gpuguard fixed {f.rule} at ", pointer.to_dotted(f.path)) for f in applied))
+    warnings = list(dict.fromkeys(fit_path(f"gpuguard fixed {f.rule} at ", pointer.to_dotted(f.path)) for f in applied))
+    return Verdict(
+        allowed=True,
+        warnings=warnings,
+        warning_budget=MUTATING_WARNING_BUDGET,
+        patch=[op.to_dict() for op in ops],
+        findings=ev.findings,
     )
-    return Verdict(allowed=True, warnings=warnings, patch=[op.to_dict() for op in ops], findings=ev.findings)
 
 
 ENGINE_FAILURE_WARNING = "gpuguard could not check this object (internal error); it was not validated"
@@ -384,7 +490,8 @@ ENGINE_FAILURE_WARNING = "gpuguard could not check this object (internal error);
 def engine_failure(mutating: bool, config: Config) -> Verdict:
     """The answer when the engine raised: per ``failureMode``; /mutate always allows unpatched."""
     if mutating or config.failure_mode == "allow":
-        return Verdict(allowed=True, warnings=[ENGINE_FAILURE_WARNING], engine_error=True)
+        budget = MUTATING_WARNING_BUDGET if mutating else VALIDATING_WARNING_BUDGET
+        return Verdict(allowed=True, warnings=[ENGINE_FAILURE_WARNING], warning_budget=budget, engine_error=True)
     return Verdict(
         allowed=False,
         code=500,
@@ -401,7 +508,8 @@ def deadline_exceeded(mutating: bool, config: Config) -> Verdict:
     """The answer when a review ran out of time (webhook.lanes): per ``failureMode``, as for an
     engine failure; /mutate allows unpatched."""
     if mutating or config.failure_mode == "allow":
-        return Verdict(allowed=True, warnings=[DEADLINE_WARNING], engine_error=True)
+        budget = MUTATING_WARNING_BUDGET if mutating else VALIDATING_WARNING_BUDGET
+        return Verdict(allowed=True, warnings=[DEADLINE_WARNING], warning_budget=budget, engine_error=True)
     return Verdict(
         allowed=False,
         code=503,
@@ -422,8 +530,9 @@ def encode_response(uid: str, verdict: Verdict) -> bytes:
             "reason": verdict.reason,
             "code": verdict.code,
         }
-    if verdict.warnings:
-        response["warnings"] = [printable(w) for w in verdict.warnings]
+    warnings = capped(verdict.warnings, verdict.warning_budget)
+    if warnings:
+        response["warnings"] = warnings
     if verdict.patch:
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(orjson.dumps(verdict.patch)).decode("ascii")

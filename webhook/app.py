@@ -244,7 +244,7 @@ class AdmissionEndpoint:
         if view is not None and not self.mutating:
             from gpuguard.registry.service import warnings_for
 
-            verdict.warnings = admission.capped([*verdict.warnings, *warnings_for(view)])
+            verdict.warnings = [*verdict.warnings, *warnings_for(view)]  # capped when encoded
         payload = admission.encode_response(req.uid, verdict)
         await send_json(send, 200, payload)
         if verdict.findings and not self.mutating:

@@ -28,7 +28,10 @@ from policies.images import ImageLookup
 from policies.registry_config import RegistrySettings
 
 MAX_IN_FLIGHT = 64
-WARNING_LIMIT = 120  # admission/v1 types.go: "Limit warnings to 120 characters if possible."
+# kube-apiserver cuts every warning of a request past 4096 runes in all to 256 runes, without a mark
+# (k8s.io/apiserver pkg/endpoints/filters/warning.go; see webhook/admission.py WARNING_LIMIT):
+# within 256 a failed lookup keeps its reason.
+WARNING_LIMIT = 256
 
 Counter = Callable[[str], None]  # called with "hit", "miss", "failure" or "pending"
 

@@ -1,4 +1,6 @@
-"""The inputs of ``gpuguard lint``: files, directories searched recursively, or ``-`` for stdin."""
+"""The inputs of ``gpuguard lint``: files, directories searched recursively, or ``-`` for stdin;
+with render options, Helm charts and kustomizations too, rendered by their tools
+(gpuguard.sources.render), their own files read through them only."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuguard.sources.reading import Source, read_source, read_stream
+from gpuguard.sources.render import RenderOptions, Tool, enclosing, render
 from gpuguard.sources.walk import SUFFIXES, walk
 from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, decode
 
@@ -24,18 +27,26 @@ class Input:
     path: Path | None  # None for stdin
     # The directory given (for a file given by name, its directory): --fix writes nothing outside it.
     root: Path | None = None
+    # A chart or kustomization directory, rendered by this tool (``path`` is the directory).
+    tool: Tool | None = None
+    options: RenderOptions | None = None
 
     def read(self) -> str:
         return self.load().text
 
     def load(self, stamped: bool = False) -> Source:
-        """The text; ``stamped``: with what ``--fix`` needs to check the file before writing it."""
+        """The text; ``stamped``: with what ``--fix`` needs to check the file before writing it.
+        A rendered input is the tool's output, which has no file to write back to."""
+        if self.tool is not None:
+            return Source(render(self.tool, self.name, self.options or RenderOptions()), None)
         if self.path is not None:
             return read_source(self.path, self.name, stamped)
         return Source(decode(read_stream(sys.stdin.buffer, self.name), self.name), None)
 
 
-def collect(args: list[str]) -> tuple[list[Input], list[InputError]]:
+def collect(args: list[str], options: RenderOptions | None = None) -> tuple[list[Input], list[InputError]]:
+    """The inputs ``args`` name.  With ``options``, a chart or kustomization (given, met while
+    walking, or holding a file given by name) is one rendered input, its files never read raw."""
     inputs: list[Input] = []
     errors: list[InputError] = []
     seen: set[str] = set()
@@ -45,6 +56,9 @@ def collect(args: list[str]) -> tuple[list[Input], list[InputError]]:
         if key not in seen:
             seen.add(key)
             inputs.append(item)
+
+    def add_rendered(directory: Path, tool: Tool, root: Path) -> None:
+        add(Input(_shown(directory), directory, root, tool, options))
 
     for arg in args:
         if arg == STDIN:
@@ -60,10 +74,25 @@ def collect(args: list[str]) -> tuple[list[Input], list[InputError]]:
             errors.append(InputError(arg, 0, f"cannot read: {exc.strerror or exc}"))
             continue
         if stat.S_ISDIR(mode):
-            found, problems = walk(path)
+            rendered: list[tuple[Path, Tool]] | None = [] if options is not None else None
+            found, problems = walk(path, rendered)
             errors.extend(problems)
+            for directory, tool in rendered or ():
+                add_rendered(directory, tool, path)
             for file in found:
                 add(Input(str(file), file, path))
+            continue
+        owner = enclosing(path) if options is not None else None
+        if owner is not None:
+            add_rendered(owner[0], owner[1], owner[0])
         else:
             add(Input(arg, path, path.parent))
     return inputs, errors
+
+
+def _shown(directory: Path) -> str:
+    """A rendered directory as reports name it: relative to the working directory when inside it."""
+    try:
+        return str(directory.resolve().relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        return str(directory)

@@ -4,6 +4,8 @@ Directories are read in name order; hidden ones (``.git``, ``.venv``) are skippe
 to a directory is followed unless that directory was already walked (by device and inode), so a
 link loop ends and a directory linked twice is read once.  A directory that cannot be read, a
 broken link and a special file (FIFO, socket, device: reading it could block) are input errors.
+With ``rendered``, a Helm chart or a kustomization (gpuguard.sources.render) is recorded there
+instead of walked: its files are rendered by its tool, not read one by one.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import stat
 from pathlib import Path
 
+from gpuguard.sources.render import Tool, rendered_by
 from gpuguard.sources.yamlsafe import InputError
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -20,8 +23,12 @@ _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a ch
           stat.S_IFBLK: "a block device"}
 
 
-def walk(root: Path) -> tuple[list[Path], list[InputError]]:
-    """Files under ``root`` named ``*.yaml``, ``*.yml`` or ``*.json``, sorted; and the input errors."""
+def walk(
+    root: Path, rendered: list[tuple[Path, Tool]] | None = None
+) -> tuple[list[Path], list[InputError]]:
+    """Files under ``root`` named ``*.yaml``, ``*.yml`` or ``*.json``, sorted; and the input errors.
+    With ``rendered``, the charts and kustomizations met (``root`` included) are appended to it and
+    not walked."""
     found: list[Path] = []
     errors: list[InputError] = []
     try:
@@ -32,6 +39,10 @@ def walk(root: Path) -> tuple[list[Path], list[InputError]]:
     pending = [root]
     while pending:
         directory = pending.pop()
+        tool = rendered_by(directory) if rendered is not None else None
+        if tool is not None and rendered is not None:
+            rendered.append((directory, tool))
+            continue
         try:
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)

@@ -1,18 +1,25 @@
-"""``--format text``: one line per finding, the offending source line with a caret, a summary."""
+"""``--format text``: one line per finding, the offending source line with a caret, a summary.
+
+Helm output is reported at the chart template a document came from (linter.artifacts), as in the
+other formats; where the line is the rendered document's, not the template's, the report says so.
+"""
 
 from __future__ import annotations
 
 from typing import TextIO
 
 from gpuguard.terminal import SEVERITY_COLOURS, Paint, plural, use_colour
+from linter.artifacts import Placer
 from linter.lint import Located
 from linter.report import Report
 
 
-def _excerpt(f: Located, lines: dict[int, str], paint: Paint) -> list[str]:
+def _excerpt(f: Located, lines: dict[int, str], paint: Paint, shown: int) -> list[str]:
+    """The finding's source line with a caret; ``shown`` is the line number the report gives it
+    (a Helm template's, where linter.artifacts placed it there)."""
     if f.line not in lines:
         return []
-    gutter = str(f.line)
+    gutter = str(shown)
     source = lines[f.line].rstrip("\r\n").expandtabs(1)
     return [
         f"  {paint('2', gutter)} | {source}",
@@ -22,22 +29,30 @@ def _excerpt(f: Located, lines: dict[int, str], paint: Paint) -> list[str]:
 
 def render(report: Report, stream: TextIO, colour: bool | None = None) -> None:
     paint = Paint(use_colour(stream) if colour is None else colour)
+    placer = Placer(report)
     for result in report.results:
         lines = result.excerpts
         for f in result.findings:
             sev = f.finding.severity
-            head = f"{f.file}:{f.line}:{f.column}"
+            place = placer.place(f.file, f.line, f.column)
+            head = f"{place.file}:{place.line}:{place.column}"
             stream.write(
                 f"{paint('1', head)} {paint(SEVERITY_COLOURS[sev], str(sev))} {paint('1', f.finding.rule)} "
                 f"{f.finding.message}\n"
             )
-            if f.source:
+            if place.rendered:
+                stream.write(f"  {paint('2', place.note())}\n")
+            elif f.source and place.file == f.file:
                 stream.write(f"  {paint('2', 'from Helm template')} {f.source}\n")
-            for line in _excerpt(f, lines, paint):
+            for line in _excerpt(f, lines, paint, place.line):
                 stream.write(line + "\n")
     for e in report.all_errors:
-        where = f"{e.file}:{e.line}" if e.line > 0 else e.file
-        stream.write(f"{paint('1', where)}: {paint('31', 'input error')}: {e.message}\n")
+        place = placer.place(e.file, e.line, None)
+        where = f"{place.file}:{place.line}" if place.line > 0 else place.file
+        rendered = f" ({place.note()})" if place.rendered else ""
+        stream.write(f"{paint('1', where)}: {paint('31', 'input error')}: {e.message}{rendered}\n")
+    for note_text in report.notes:
+        stream.write(f"{paint('2', 'note')}: {note_text}\n")
     for cluster_note in report.cluster_notes():
         stream.write(f"{paint('2', 'note')}: cluster: {cluster_note}\n")
     note = report.skipped_note()

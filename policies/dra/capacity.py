@@ -100,6 +100,24 @@ def _node_dra(node: NodeFacts, dra: DraFacts, served: dict[str, DeviceClass]) ->
     )
 
 
+def serving(dra: DraFacts | None) -> dict[str, DeviceClass] | None:
+    """The classes serving extended resources, or None when DRA serves no device (nothing to add)."""
+    if dra is None or not dra.has_devices:
+        return None
+    return served_classes(dra.inventory)
+
+
+def node_capacity(node: NodeFacts, dra: DraFacts, served: dict[str, DeviceClass]) -> NodeFacts:
+    """``node`` with what DRA serves on it (as :func:`with_dra_capacity` adds it to every node);
+    for facts kept node by node (live facts), which then :func:`mark_applied`."""
+    return _node_dra(node, dra, served)
+
+
+def mark_applied(facts: ClusterFacts) -> None:
+    """Say that ``facts``' nodes already hold what DRA serves (each went through :func:`node_capacity`)."""
+    object.__setattr__(facts, _MARK, True)
+
+
 def with_dra_capacity(facts: ClusterFacts) -> ClusterFacts:
     """``facts`` with DRA-served extended resources in the nodes' allocatable (memoised per snapshot)."""
     dra = facts.dra

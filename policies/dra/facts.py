@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from policies.digest import digest
@@ -30,6 +30,7 @@ from policies.dra.objects import DeviceClass, ResourceClaim, ResourceClaimTempla
 if TYPE_CHECKING:
     from policies.dra.published import Published
 from policies.dra.reading import DraObjects, read_objects
+from policies.reads import DRA_ASPECTS, DRA_CLAIMS, DRA_DEVICES, DRA_TEMPLATES, note, note_all
 
 Origin = Literal["input", "cluster"]
 T = TypeVar("T")
@@ -39,56 +40,94 @@ T = TypeVar("T")
 class DraFacts:
     """The cluster's DRA objects (parsed views) and what they add up to."""
 
-    objects: DraObjects = field(default_factory=DraObjects)
-    classes_known: bool = False  # the cluster's DeviceClasses were listed (none may exist)
+    # Read through the properties and methods below, which record what a computation read
+    # (policies.reads): devices (classes and slices), claims and templates apart.
+    _objects: DraObjects = field(default_factory=DraObjects)
+    _classes_known: bool = False  # the cluster's DeviceClasses were listed (none may exist)
+
+    @property
+    def objects(self) -> DraObjects:
+        note_all(DRA_ASPECTS)
+        return self._objects
+
+    @property
+    def classes_known(self) -> bool:
+        note(DRA_DEVICES)
+        return self._classes_known
 
     @functools.cached_property
     def inventory(self) -> Inventory:
-        o = self.objects
+        o = self._objects
         return Inventory.build(o.classes, o.slices, o.claims)
 
     @functools.cached_property
+    def _match_cache(self) -> MatchCache:
+        return {}
+
+    @property
     def match_cache(self) -> MatchCache:
         """Which devices each set of selectors selects (policies.dra.matching), shared per snapshot."""
-        return {}
+        note(DRA_DEVICES)
+        return self._match_cache
 
     @functools.cached_property
+    def _published(self) -> dict[tuple[bool, tuple[str, ...]], Published | None]:
+        return {}
+
+    @property
     def published(self) -> dict[tuple[bool, tuple[str, ...]], Published | None]:
         """What drivers publish (policies.dra.published), per snapshot."""
-        return {}
+        note(DRA_DEVICES)
+        return self._published
 
     @functools.cached_property
+    def _class_drivers(self) -> dict[tuple[str, ...], tuple[str, ...]]:
+        return {}
+
+    @property
     def class_drivers(self) -> dict[tuple[str, ...], tuple[str, ...]]:
         """The drivers of the devices a class's selectors select (policies.dra.published)."""
-        return {}
+        note(DRA_DEVICES)
+        return self._class_drivers
 
     @functools.cached_property
     def _templates(self) -> dict[tuple[str, str], ResourceClaimTemplate]:
-        return {(t.namespace, t.name): t for t in self.objects.templates}
+        return {(t.namespace, t.name): t for t in self._objects.templates}
 
     @functools.cached_property
     def _claims(self) -> dict[tuple[str, str], ResourceClaim]:
-        return {(c.namespace, c.name): c for c in self.objects.claims}
+        return {(c.namespace, c.name): c for c in self._objects.claims}
+
+    def same_devices(self, previous: DraFacts) -> bool:
+        """Whether the devices and classes are the very same objects as ``previous``'s."""
+        return _same(self._objects.slices, previous._objects.slices) and _same(
+            self._objects.classes, previous._objects.classes
+        )
 
     def reuse_matches(self, previous: DraFacts) -> None:
-        """Keep ``previous``'s selector answers when its devices and classes are the very same objects."""
-        same = _same(self.objects.slices, previous.objects.slices) and _same(
-            self.objects.classes, previous.objects.classes
-        )
-        if same and "match_cache" in previous.__dict__:
-            self.__dict__["match_cache"] = previous.match_cache
-            self.__dict__["class_drivers"] = previous.class_drivers
-            self.__dict__["published"] = previous.published
+        """Keep what ``previous`` worked out of its devices when they and the classes are the very same
+        objects: selector answers, drivers, the pools and the reach of each node (claims change with
+        every allocation; only what they hold is taken afresh)."""
+        if not self.same_devices(previous):
+            return
+        for name in ("_match_cache", "_class_drivers", "_published"):
+            if name in previous.__dict__:
+                self.__dict__[name] = previous.__dict__[name]
+        if "inventory" in previous.__dict__:
+            self.__dict__["inventory"] = previous.inventory.with_claims(self._objects.claims)
 
     def template(self, namespace: str, name: str) -> ResourceClaimTemplate | None:
+        note(DRA_TEMPLATES)
         return _lookup(self._templates, namespace, name)
 
     def claim(self, namespace: str, name: str) -> ResourceClaim | None:
+        note(DRA_CLAIMS)
         return _lookup(self._claims, namespace, name)
 
     @property
     def has_devices(self) -> bool:
-        return bool(self.objects.slices)
+        note(DRA_DEVICES)
+        return bool(self._objects.slices)
 
 
 def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
@@ -109,7 +148,7 @@ def dra_facts_from_objects(objects: Iterable[Any]) -> DraFacts | None:
     parsed = read_objects(objects)
     if not (parsed.classes or parsed.slices or parsed.claims or parsed.templates):
         return None
-    return DraFacts(parsed, classes_known=bool(parsed.classes or parsed.slices))
+    return DraFacts(parsed, bool(parsed.classes or parsed.slices))
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,8 +235,13 @@ def _in_layer(items: Iterable[Any], namespace: str, name: str) -> Any:
 class DraView:
     """What the DRA rules read: the cluster's DRA facts (None when unknown) and the input's objects."""
 
-    cluster: DraFacts | None
+    _cluster: DraFacts | None
     inputs: DraInputs = NO_INPUTS
+
+    @property
+    def cluster(self) -> DraFacts | None:
+        note(DRA_DEVICES)  # whether the cluster's DRA is known is read here (policies.reads)
+        return self._cluster
 
     def template(self, namespace: str, name: str) -> Resolved | None:
         in_inputs = (_in_layer(layer.objects.templates, namespace, name) for layer in self.inputs.layers)
@@ -239,4 +283,4 @@ class DraView:
         base = self.cluster.inventory
         if not self.input_classes:
             return base
-        return replace(base, classes={**base.classes, **self.input_classes}, _reach=base._reach)
+        return base.with_classes({**base.classes, **self.input_classes})

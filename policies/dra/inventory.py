@@ -22,6 +22,7 @@ from typing import Any
 
 from policies.dra.objects import Device, DeviceClass, DeviceID, ResourceClaim, ResourceSlice, attribute_kind
 from policies.facts import NodeFacts
+from policies.reads import DRA_CLAIMS, DRA_DEVICES, note
 from policies.scheduling import term_matches
 from policies.shapes import as_dict, as_list
 
@@ -130,6 +131,17 @@ def _timestamp(text: str | None) -> datetime:
         return datetime.min
 
 
+def _in_use(claims: Iterable[ResourceClaim]) -> tuple[frozenset[DeviceID], frozenset[DeviceID]]:
+    allocated: set[DeviceID] = set()
+    shared: set[DeviceID] = set()
+    for claim in claims:
+        for result in claim.allocation or ():
+            if result.admin_access:
+                continue
+            (shared if result.share_id is not None else allocated).add(result.id)
+    return frozenset(allocated), frozenset(shared)
+
+
 @dataclass(frozen=True)
 class Inventory:
     """DeviceClasses, complete pools and allocations: the facts the DRA checks share.
@@ -138,11 +150,33 @@ class Inventory:
     memoised.
     """
 
-    classes: Mapping[str, DeviceClass]
-    pools: Mapping[PoolID, Pool]
-    allocated: frozenset[DeviceID]  # exclusively allocated (admin access excluded)
-    shared: frozenset[DeviceID]  # consumable-capacity shares (results with a shareID)
+    # Read through the properties below, which record what a computation read (policies.reads):
+    # classes and pools are the devices, allocated and shared what claims hold.
+    _classes: Mapping[str, DeviceClass]
+    _pools: Mapping[PoolID, Pool]
+    _allocated: frozenset[DeviceID]  # exclusively allocated (admin access excluded)
+    _shared: frozenset[DeviceID]  # consumable-capacity shares (results with a shareID)
     _reach: dict[object, Reach] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def classes(self) -> Mapping[str, DeviceClass]:
+        note(DRA_DEVICES)
+        return self._classes
+
+    @property
+    def pools(self) -> Mapping[PoolID, Pool]:
+        note(DRA_DEVICES)
+        return self._pools
+
+    @property
+    def allocated(self) -> frozenset[DeviceID]:
+        note(DRA_CLAIMS)
+        return self._allocated
+
+    @property
+    def shared(self) -> frozenset[DeviceID]:
+        note(DRA_CLAIMS)
+        return self._shared
 
     @classmethod
     def build(
@@ -151,17 +185,21 @@ class Inventory:
         slices: Iterable[ResourceSlice],
         claims: Iterable[ResourceClaim] = (),
     ) -> Inventory:
-        allocated: set[DeviceID] = set()
-        shared: set[DeviceID] = set()
-        for claim in claims:
-            for result in claim.allocation or ():
-                if result.admin_access:
-                    continue
-                (shared if result.share_id is not None else allocated).add(result.id)
-        return cls({c.name: c for c in classes}, gather_pools(slices), frozenset(allocated), frozenset(shared))
+        allocated, shared = _in_use(claims)
+        return cls({c.name: c for c in classes}, gather_pools(slices), allocated, shared)
+
+    def with_claims(self, claims: Iterable[ResourceClaim]) -> Inventory:
+        """The same devices (and the reach already worked out) with the allocations of ``claims``."""
+        allocated, shared = _in_use(claims)
+        return Inventory(self._classes, self._pools, allocated, shared, self._reach)
+
+    def with_classes(self, classes: Mapping[str, DeviceClass]) -> Inventory:
+        """The same devices and allocations with other DeviceClasses (reach does not depend on them)."""
+        return Inventory(classes, self._pools, self._allocated, self._shared, self._reach)
 
     def reach(self, node: NodeFacts | None) -> Reach:
         """Devices ``node`` can reach; ``None`` means only network-attached (``allNodes``) ones."""
+        note(DRA_DEVICES)
         key = None if node is None else (node.name, tuple(sorted(node.labels.items())))
         cached = self._reach.get(key)
         if cached is not None:
@@ -191,7 +229,7 @@ class Inventory:
     @functools.cached_property
     def _pools_by_node(self) -> tuple[tuple[Pool, ...], dict[str, list[int]], list[int]]:
         """The pools in order, the positions of node-local pools by their node, and the others'."""
-        ordered = tuple(self.pools.values())
+        ordered = tuple(self._pools.values())
         by_node: dict[str, list[int]] = {}
         elsewhere: list[int] = []
         for i, pool in enumerate(ordered):
@@ -210,7 +248,8 @@ class Inventory:
         return [ordered[i] for i in sorted({*elsewhere, *local})]
 
     def devices(self, driver: str | None = None) -> Iterator[tuple[Pool, ResourceSlice, Device]]:
-        for pool in self.pools.values():
+        note(DRA_DEVICES)
+        for pool in self._pools.values():
             if driver is not None and pool.id.driver != driver:
                 continue
             for item in pool.slices:

@@ -215,7 +215,8 @@ def test_renders_the_chart_and_names_its_templates(runner: Runner, installed: di
          "cluster": "sample", "config": "ci/gpuguard.yaml"},
         installed, skip=("install",),
     )
-    assert "render" in result.ran and result.outputs["exit-code"] == "1", result.log
+    assert result.outputs["exit-code"] == "1", result.log
+    assert result.log.count("objects checked)") == 1  # one lint run: one summary line in the log
     sarif = _sarif(runner, result)
     uris = set(_uris(sarif))
     assert uris == {"tests/fixtures/helm/gpuapp/charts/worker/templates/worker.yaml"}
@@ -228,9 +229,40 @@ def test_renders_the_chart_and_names_its_templates(runner: Runner, installed: di
 def test_a_clean_run_passes(runner: Runner, installed: dict[str, dict[str, str]]) -> None:
     result = runner.run({"paths": "tests/fixtures/lint/pod-good.yaml"}, installed, skip=("install",))
     assert result.failed is None and result.outputs["exit-code"] == "0", result.log
-    assert "render" not in result.ran and "fail" not in result.ran
+    assert "fail" not in result.ran
     levels = {r["level"] for r in _sarif(runner, result)["runs"][0]["results"]}
     assert "error" not in levels  # warnings only: below the default fail-on
+
+
+def test_a_repository_with_a_chart_and_a_kustomization_passes_at_the_defaults(
+    runner: Runner, installed: dict[str, dict[str, str]], tmp_path: Path
+) -> None:
+    """Issue: `paths: .` plus `chart:` gave exit 2 (the chart's raw templates are inside .), and
+    the action linted twice.  Now the chart under `.` is rendered, and linted once."""
+    workspace = tmp_path / "repo"
+    chart = workspace / "charts" / "trainer"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: trainer\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text("gpus: 1\n")
+    (chart / "templates" / "job.yaml").write_text(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  template:\n"
+        "    spec:\n      restartPolicy: Never\n      containers:\n        - name: main\n"
+        "          image: registry.example.com/train:1\n          resources:\n"
+        "            limits: {nvidia.com/gpu: {{ .Values.gpus }}, memory: 8Gi}\n"
+    )
+    (workspace / "overlay").mkdir()
+    (workspace / "overlay" / "kustomization.yaml").write_text("resources: [pod.yaml]\n")
+    (workspace / "overlay" / "pod.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: c\n"
+        "      image: registry.example.com/app:1\n"
+    )
+    (workspace / "README.md").write_text("not linted\n")
+    kubectl = tool("kubectl")
+    here = Runner(runner.action_path, workspace, runner.temp, [*runner.extra_path, kubectl.parent])
+    result = here.run({"chart": "charts/trainer"}, installed, skip=("install",))
+    assert result.failed is None and result.outputs["exit-code"] == "0", result.log
+    assert "input error" not in result.log.replace("0 input errors", "")
+    assert "(2 files, 2 documents, 2 objects checked)" in result.log  # the chart once, the overlay once
 
 
 def test_an_old_python_is_refused(runner: Runner, tmp_path: Path) -> None:

@@ -77,6 +77,29 @@ def _try_repo(
     )
 
 
+def test_a_chart_is_rendered_not_read_raw(hook_repo: tuple[Path, Path], tmp_path: Path) -> None:
+    """Issue: the hook failed on any repository with a chart (its templates are no YAML)."""
+    from tests.support.tools import tool
+
+    project, home = hook_repo
+    repo = tmp_path / "charts-repo"
+    chart = repo / "charts" / "gpuapp"
+    shutil.copytree(FIXTURES / "helm" / "gpuapp", chart)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    helm = tool("helm")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1",
+           "PATH": os.pathsep.join([str(helm.parent), os.environ["PATH"]])}
+    proc = subprocess.run(
+        [str(PRE_COMMIT), "try-repo", str(project), "gpuguard", "--all-files", "--color", "never"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=900,
+    )
+    out = proc.stdout + proc.stderr
+    assert "unrendered" not in out and "input error:" not in out, out
+    assert "charts/gpuapp/templates/trainer.yaml:" in out  # findings at the template, the chart once
+    assert len(re.findall(r"objects checked\)", out)) == 1, out
+
+
 def test_hook_fails_on_a_bad_manifest(hook_repo: tuple[Path, Path], tmp_path: Path) -> None:
     proc = _try_repo(hook_repo, LINT / "pod-limit-missing.yaml", tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr

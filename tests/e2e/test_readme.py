@@ -21,8 +21,10 @@ def test_config_example_is_valid() -> None:
 
 
 def test_rule_table_lists_every_rule_with_its_default() -> None:
-    rows = dict(re.findall(r"^\| `([a-z-]+)` \| (\w+) \|", README, re.MULTILINE))
-    assert rows == {rid: str(m.DEFAULT_SEVERITY) for rid, m in RULES.items()}
+    rows = re.findall(r'^\| <a id="rule-([a-z-]+)"></a>`([a-z-]+)` \| (\w+) \|', README, re.MULTILINE)
+    assert all(anchor == rule for anchor, rule, _ in rows)  # each row's anchor names its rule
+    assert {rule: default for _, rule, default in rows} == {rid: str(m.DEFAULT_SEVERITY) for rid, m in RULES.items()}
+    assert len(rows) == len(RULES)
 
 
 def test_quick_start_commands_exist() -> None:

@@ -21,6 +21,7 @@ from certs.tls import Bundle, generate_bundle
 from tests.support.lint import run_lint
 from tests.support.paths import FIXTURES
 from tests.support.webhook_server import LOCAL_SANS, Server, call, decoded_patch, start_server, stop_server
+from webhook import admission
 
 pytestmark = pytest.mark.integration
 
@@ -124,7 +125,7 @@ def test_a_pool_of_unknown_shape_gives_a_warning_not_a_denial(unknown_shape_serv
         response = call(client, "validate", review(gpu_pod("maybe")))
     assert response["allowed"] is True, response
     assert any(w.startswith("gpu-resource-unknown") for w in response["warnings"]), response
-    assert all(len(w) <= 120 for w in response["warnings"])
+    assert all(len(w) <= admission.WARNING_LIMIT for w in response["warnings"])
 
 
 def test_the_linter_agrees_on_the_same_snapshot(

@@ -174,8 +174,9 @@ def test_helm_output_on_stdin_reports_sources(
     assert (findings[0]["line"], findings[0]["column"]) == line_of(text_, "nvidia.com/gpu: 1")
     assert (findings[1]["line"], findings[1]["column"]) == line_of(text_, "amd.com/gpu: 1")
     _, out, _ = run_lint(["-", "--config", config], capsys, monkeypatch, stdin=rendered)
-    assert "<stdin>:" in out
-    assert "gpu-app/templates/deployment.yaml" in out and "gpu-app/templates/job.yaml" in out
+    # Text names the templates as the other formats do, with the position in the rendered stream.
+    assert "gpu-app/templates/deployment.yaml:" in out and "gpu-app/templates/job.yaml:" in out
+    assert "<stdin> line " in out and "<stdin>:" not in out
 
 
 def test_list_items_get_item_pointers(
@@ -218,6 +219,7 @@ def test_sarif_validates_and_has_exact_regions(
         assert r["shortDescription"]["text"] == module.SUMMARY
         assert r["defaultConfiguration"]["level"] in ("error", "warning", "note")
         assert r["fullDescription"]["text"]
+        assert r["helpUri"].endswith(f"/README.md#rule-{r['id']}") and r["help"]["markdown"]  # tests/gpuguard/test_sarif.py
     regions = [
         (
             res["ruleId"],

@@ -123,3 +123,22 @@ def terminating(obj: dict[str, Any], finalizers: list[str]) -> dict[str, Any]:
     meta["deletionGracePeriodSeconds"] = 0
     meta["finalizers"] = list(finalizers)
     return out
+
+
+def pool_pod(image: str, pool: str) -> dict[str, Any]:
+    """A Pod with one 1-GPU container of ``image``, held to the node ``pool`` of examples/cluster.yaml
+    (``pool: a100``, ``h100``, ``t4``…) and tolerating every taint."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": "ml"},
+            "spec": {"nodeSelector": {"pool": pool}, "tolerations": [{"operator": "Exists"}],
+                     "containers": [{"name": "train", "image": image,
+                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+
+# On examples/cluster.yaml's A100 pool an NGC image gets a 613-character warning-level CUDA finding
+# whose first clause holds a 250-character aside on where the CUDA version came from.  With the
+# 120-character rule the admission warning was "gpu-cuda-driver-mismatch at spec.containers[0].image".
+NGC_ON_A100 = pool_pod("nvcr.io/nvidia/pytorch:24.05-py3", "a100")
+NGC_ON_A100_WARNING = (
+    "gpu-cuda-driver-mismatch: container 'train': image nvcr.io/nvidia/pytorch:24.05-py3 needs CUDA 12.4.1 (…), "
+    "it runs only in a compatibility mode on every candidate node…"
+)

@@ -223,6 +223,10 @@ class FakeApiServer:
         self.objects: dict[str, dict[str, dict[str, Any]]] = {r: {} for r in served}
         self.history: dict[str, list[tuple[int, dict[str, Any]]]] = {r: [] for r in served}
         self.compacted: dict[str, int] = dict.fromkeys(served, 0)
+        # Events dropped from the front of each history (compaction keeps memory bounded in long runs);
+        # watch positions count from the first event ever recorded.
+        self.history_base: dict[str, int] = dict.fromkeys(served, 0)
+        self.history_limit: int | None = None
         self.list_calls: dict[str, int] = dict.fromkeys(served, 0)
         self.page_calls: dict[str, int] = dict.fromkeys(served, 0)
         self.watch_calls: dict[str, int] = dict.fromkeys(served, 0)
@@ -243,7 +247,15 @@ class FakeApiServer:
     # --- mutations (test side) ---
     def _record(self, resource: str, kind: str, obj: dict[str, Any]) -> None:
         event = {"type": kind, "object": copy.deepcopy(obj)}
-        self.history[resource].append((self.rv, event))
+        history = self.history[resource]
+        history.append((self.rv, event))
+        if self.history_limit is not None and len(history) > self.history_limit:
+            # What etcd compaction does: the oldest versions are gone; a watch that has not read them
+            # yet, and a watch from one of them, get 410 Gone.
+            drop = len(history) - self.history_limit // 2
+            self.compacted[resource] = history[drop - 1][0]
+            del history[:drop]
+            self.history_base[resource] += drop
         self.cond.notify_all()
 
     def put(self, resource: str, obj: dict[str, Any], notify: bool = True) -> None:
@@ -311,7 +323,7 @@ class FakeApiServer:
                     self.fail_lists[resource] -= 1
                     return 500, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
                                  "reason": "InternalError", "code": 500, "message": "etcd unavailable"}
-            items = []
+            matching = []
             for name in sorted(self.objects[resource]):
                 stored = self.objects[resource][name]
                 if namespace and stored["metadata"].get("namespace") != namespace:
@@ -322,16 +334,19 @@ class FakeApiServer:
                 if any(labels.get(k) != v for k, _, v in (t.partition("=") for t in filter(None,
                                                                                          label_selector.split(",")))):
                     continue
+                matching.append(stored)
+            start = int(token) if token else 0
+            end = start + limit if limit else len(matching)
+            items = []
+            for stored in matching[start:end]:  # only the page is copied: lists of 5,000 nodes stay cheap
                 item = copy.deepcopy(stored)
                 item.pop("kind", None)  # the API server omits TypeMeta on list items
                 item.pop("apiVersion", None)
                 items.append(item)
-            start = int(token) if token else 0
-            end = start + limit if limit else len(items)
             meta: dict[str, Any] = {"resourceVersion": str(self.rv)}
-            if end < len(items):
+            if end < len(matching):
                 meta["continue"] = str(end)
-            return 200, {**LIST_META[resource], "metadata": meta, "items": items[start:end]}
+            return 200, {**LIST_META[resource], "metadata": meta, "items": items}
 
     # --- discovery and single objects (request side) ---
     def _installed(self) -> list[str]:
@@ -399,8 +414,9 @@ class FakeApiServer:
             self.put(resource, obj)
             return (201 if method == "POST" else 200), copy.deepcopy(self.objects[resource][key])
 
-    def _pending(self, history: list[Any], seen: int, deadline: float) -> bool:
-        return self.closing or len(history) > seen or time.monotonic() > deadline
+    def _pending(self, resource: str, seen: int, deadline: float) -> bool:
+        recorded = self.history_base[resource] + len(self.history[resource])
+        return self.closing or recorded > seen or time.monotonic() > deadline
 
     def events(self, resource: str, since: int, timeout: float) -> Iterator[dict[str, Any]]:
         deadline = time.monotonic() + timeout
@@ -408,16 +424,21 @@ class FakeApiServer:
             if since < self.compacted[resource]:
                 yield {"type": "ERROR", "object": EXPIRED}
                 return
-            pos = next((i for i, (rv, _) in enumerate(self.history[resource]) if rv > since),
-                       len(self.history[resource]))
-        history = self.history[resource]
+            history = self.history[resource]
+            pos = self.history_base[resource] + next(
+                (i for i, (rv, _) in enumerate(history) if rv > since), len(history)
+            )
         while True:
             with self.cond:
-                self.cond.wait_for(partial(self._pending, history, pos, deadline), timeout=0.2)
+                self.cond.wait_for(partial(self._pending, resource, pos, deadline), timeout=0.2)
                 if self.closing or time.monotonic() > deadline:
                     return
-                batch = [e for _, e in self.history[resource][pos:]]
-                pos = len(self.history[resource])
+                base = self.history_base[resource]
+                if pos < base:  # compacted past what this watch has read
+                    batch = [{"type": "ERROR", "object": EXPIRED}]
+                else:
+                    batch = [e for _, e in self.history[resource][pos - base:]]
+                    pos = base + len(self.history[resource])
             for event in batch:
                 yield event
                 if event["type"] == "ERROR":

@@ -120,7 +120,7 @@ def test_corpus_bare_request_is_answered_once_wrapped() -> None:
 
 # --- verdict wording ---------------------------------------------------------------------------
 
-def test_warnings_fit_120_characters_and_name_the_rule(example_facts: ClusterFacts) -> None:
+def test_warnings_fit_the_limit_and_lead_with_rule_and_reason(example_facts: ClusterFacts) -> None:
     paths = sorted(ADMISSION.glob("*.json"))
     seen = 0
     for path in paths:
@@ -128,7 +128,7 @@ def test_warnings_fit_120_characters_and_name_the_rule(example_facts: ClusterFac
         verdict = admission.validate(req, load_config(None), example_facts, evaluate)
         for finding, text in ((f, admission.short_warning(f)) for f in verdict.findings):
             assert len(text) <= admission.WARNING_LIMIT
-            assert text.startswith(finding.rule)
+            assert text.startswith(f"{finding.rule}: {admission.first_clause(finding.message)[:40]}")
             seen += 1
     assert seen > 0
 
@@ -331,5 +331,8 @@ def test_warnings_are_capped() -> None:
     config = load_config({"rules": {"gpu-limit-missing": {"severity": "warning"}}})
     answer = post(create_app(config, StaticFacts()), "/validate", review).json()["response"]
     assert answer["allowed"] is True
-    assert len(answer["warnings"]) == admission.DENIAL_MAX_FINDINGS
-    assert answer["warnings"][-1].startswith("gpuguard: ") and "more warnings" in answer["warnings"][-1]
+    *kept, summary = answer["warnings"]
+    assert len(kept) < admission.WARNING_MAX_COUNT
+    assert sum(map(len, answer["warnings"])) <= admission.VALIDATING_WARNING_BUDGET
+    assert all(w.startswith("gpu-limit-missing: container 'c") for w in kept)
+    assert summary == f"gpuguard: {50 - len(kept)} more warnings (run `gpuguard lint` on the manifest)"

@@ -25,6 +25,8 @@ from cryptography.hazmat.primitives import serialization
 
 from certs.tls import Bundle, generate_bundle
 from policies import pointer
+from tests.support.admission import NGC_ON_A100, NGC_ON_A100_WARNING
+from tests.support.admission import review as admission_review
 from tests.support.paths import CORPUS, EXAMPLES, FIXTURES
 from tests.support.webhook_server import (
     LOCAL_SANS,
@@ -37,6 +39,7 @@ from tests.support.webhook_server import (
     start_server,
     stop_server,
 )
+from webhook import admission
 
 pytestmark = pytest.mark.integration
 
@@ -111,7 +114,7 @@ def test_validate_denies_gpu_request_without_limit(server: Server, name: str) ->
         expected += 1
     assert expected > 0 and status["message"].count("(fix: ") >= expected
     for warning in response.get("warnings", []):
-        assert len(warning) <= 120
+        assert len(warning) <= admission.WARNING_LIMIT
 
 
 def _gpu_request_paths(obj: Any, base: str = "") -> Iterator[str]:
@@ -186,8 +189,17 @@ def test_warning_level_findings_become_short_warnings(warn_server: Server) -> No
         response = call(client, "validate", review)
     assert response["allowed"] is True
     warnings = response["warnings"]
-    assert any(w.startswith("gpu-limit-missing") for w in warnings)
-    assert all(0 < len(w) <= 120 for w in warnings)
+    assert any(w.startswith("gpu-limit-missing: container 'train' requests nvidia.com/gpu") for w in warnings)
+    assert all(0 < len(w) <= admission.WARNING_LIMIT for w in warnings)
+
+
+def test_a_long_warning_keeps_its_reason_over_tls(server: Server) -> None:
+    """A 613-character CUDA finding arrives led by its reason and cut with "…", as kubectl will print it."""
+    with server.client() as client:
+        response = call(client, "validate", admission_review("CREATE", NGC_ON_A100))
+    assert response["allowed"] is True
+    assert NGC_ON_A100_WARNING in response["warnings"]
+    assert sum(map(len, response["warnings"])) <= admission.VALIDATING_WARNING_BUDGET
 
 
 def test_no_cluster_source_is_said_in_the_first_log_line(warn_server: Server, server: Server) -> None:

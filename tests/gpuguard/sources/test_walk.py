@@ -87,3 +87,30 @@ def test_special_file_in_a_tree_is_reported_not_read(
         (str(tree / "pipe.yaml"), "not a regular file (a FIFO); name it on the command line to read it")
     ]
     assert [f["file"] for f in report["findings"] if f["rule"] == "gpu-limit-missing"] == [str(tree / "a.yaml")]
+
+
+def test_charts_and_kustomizations_are_recorded_not_walked(tmp_path: Path) -> None:
+    from gpuguard.sources.walk import walk
+
+    (tmp_path / "chart" / "templates").mkdir(parents=True)
+    (tmp_path / "chart" / "Chart.yaml").write_text("name: c\n")
+    (tmp_path / "chart" / "templates" / "a.yaml").write_text("kind: {{ x }}\n")
+    (tmp_path / "kust" / "sub").mkdir(parents=True)
+    (tmp_path / "kust" / "Kustomization").write_text("resources: []\n")
+    (tmp_path / "kust" / "sub" / "b.yaml").write_text("a: 1\n")
+    (tmp_path / "plain.yaml").write_text("a: 1\n")
+    rendered: list[tuple[Path, str]] = []
+    found, errors = walk(tmp_path, rendered)  # type: ignore[arg-type]
+    assert found == [tmp_path / "plain.yaml"] and errors == []
+    assert sorted(rendered) == [(tmp_path / "chart", "helm"), (tmp_path / "kust", "kustomize")]
+    # Without the list (audit reads dumps), nothing is rendered: every file is read.
+    assert len(walk(tmp_path)[0]) == 4
+
+
+def test_a_walked_root_that_is_a_chart_is_one_rendered_input(tmp_path: Path) -> None:
+    from gpuguard.sources.walk import walk
+
+    (tmp_path / "Chart.yaml").write_text("name: c\n")
+    rendered: list[tuple[Path, str]] = []
+    assert walk(tmp_path, rendered) == ([], [])  # type: ignore[arg-type]
+    assert rendered == [(tmp_path, "helm")]
