@@ -42,9 +42,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 import distinct_reviews  # noqa: E402
 import webhook_bench  # noqa: E402
 
+from gpuguard.sources.configmodel import load_config  # noqa: E402
 from gpuguard.sources.loader import parse_text  # noqa: E402
 from gpuguard.sources.snapshot import load_cluster_facts  # noqa: E402
-from policies.config import Config, load_config  # noqa: E402
+from policies.config import Config  # noqa: E402
 from policies.engine import Evaluation, evaluate  # noqa: E402
 from policies.facts import ClusterFacts  # noqa: E402
 from policies.images import ImageConfig, ImageFacts, ImageLookup  # noqa: E402

@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         facts = load_cluster_facts(args.cluster) if args.cluster else None
         after = load_cluster_facts(args.cluster_after) if args.cluster_after else None
     except InputError as exc:
-        return _fail(f"{exc.file}:{exc.line}: {exc.message}")
+        return _fail(f"{exc.where}: {exc.message}")
     if args.kubeconfig or args.in_cluster:
         outcome = _audit_live(args, config, facts, after)
     else:

@@ -19,8 +19,9 @@ HERE = Path(__file__).resolve().parent
 if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
 
+from gpuguard.sources.configmodel import load_config  # noqa: E402
 from gpuguard.sources.yamlsafe import load_all_plain  # noqa: E402
-from policies.config import Config, load_config  # noqa: E402
+from policies.config import Config  # noqa: E402
 from webhook.configuration import render as render_for  # noqa: E402
 from webhook.configuration_helm import CHART_TEMPLATE, render_chart_template  # noqa: E402
 

@@ -224,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
         facts = load_cluster_facts(args.cluster) if args.cluster else ClusterFacts.empty()
         registry = effective_settings(config.registry, args)
     except InputError as exc:
-        where = f"{exc.file}:{exc.line}" if exc.line > 0 else exc.file
+        where = exc.where if exc.line > 0 else exc.file
         sys.stderr.write(f"gpuguard lint: {where}: {exc.message}\n")
         return EXIT_ERROR
     except _UsageError as exc:

@@ -1,27 +1,14 @@
 """The ``registry:`` config key: whether and how faces read image configs from registries.
 
-    registry:
-      enabled: false                 # lookups on (the linter's --registry; the webhook's only switch)
-      ca: /etc/ssl/registry-ca.pem   # an extra CA to trust (relative: to the config file)
-      insecure: [registry.lan:5000]  # hosts (HOST or HOST:PORT, exactly as in image names) over plain HTTP
-      connectTimeoutSeconds: 3
-      readTimeoutSeconds: 5
-      timeoutSeconds: 15             # one image's whole lookup (tokens, manifests, config blob)
-      reviewBudgetMilliseconds: 300  # webhook: longest a review waits for lookups
-      tagTTLSeconds: 3600            # how long a tag → digest answer is trusted
-      negativeTTLSeconds: 60         # how long a failed lookup is remembered
-      maxManifestBytes: 4194304
-      maxConfigBytes: 8388608
-      cacheEntries: 4096             # webhook: images kept in memory
-
-Pure validation only; the client lives in ``gpuguard.registry``.
+``RegistrySettings`` holds what the faces use, with their defaults; the keys of ``registry:`` (in
+seconds, and milliseconds for the webhook's review budget) are declared by the config model
+(``gpuguard.sources.configmodel``; ``gpuguard config schema`` prints them).  Pure settings only;
+the client lives in ``gpuguard.registry``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from policies import patterns
 
@@ -34,7 +21,7 @@ _HOST_PORT = patterns.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[
 
 
 class RegistryConfigError(ValueError):
-    """A problem in ``registry:``; the message names the key."""
+    """A registry setting that is not valid; the message names the setting."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,64 +40,11 @@ class RegistrySettings:
     cache_entries: int = 4096
 
 
-# key → (field, kind, minimum); seconds are given as numbers, milliseconds converted
-_NUMBERS: dict[str, tuple[str, str, float]] = {
-    "connectTimeoutSeconds": ("connect_timeout", "seconds", 0.001),
-    "readTimeoutSeconds": ("read_timeout", "seconds", 0.001),
-    "timeoutSeconds": ("timeout", "seconds", 0.001),
-    "reviewBudgetMilliseconds": ("review_budget", "milliseconds", 0),
-    "tagTTLSeconds": ("tag_ttl", "seconds", 0),
-    "negativeTTLSeconds": ("negative_ttl", "seconds", 0),
-    "maxManifestBytes": ("max_manifest_bytes", "count", 1024),
-    "maxConfigBytes": ("max_config_bytes", "count", 1024),
-    "cacheEntries": ("cache_entries", "count", 1),
-}
-KEYS = ("enabled", "ca", "insecure", *_NUMBERS)
-
-
-def normalise_insecure(entry: str, key: str) -> str:
+def normalise_insecure(entry: str, key: str | None = None) -> str:
+    """A registry host as image names write it (``HOST`` or ``HOST:PORT``), lower-cased; the error
+    names ``key`` when given."""
     text = entry.strip().lower()
     if not _HOST_PORT.match(text):
-        raise RegistryConfigError(f"{key}: expected HOST or HOST:PORT (as written in image names), got {entry!r}")
+        problem = f"expected HOST or HOST:PORT (as written in image names), got {entry!r}"
+        raise RegistryConfigError(f"{key}: {problem}" if key else problem)
     return text
-
-
-def parse_registry_settings(raw: Any, key: str = "registry") -> RegistrySettings:
-    """Validate the ``registry:`` mapping; raise RegistryConfigError naming the offending key."""
-    if raw is None:
-        return RegistrySettings()
-    if not isinstance(raw, Mapping):
-        raise RegistryConfigError(f"{key}: expected a mapping, got {type(raw).__name__}")
-    for k in raw:
-        if k not in KEYS:
-            raise RegistryConfigError(f"{key}.{k}: unknown key (expected one of {', '.join(KEYS)})")
-    values: dict[str, Any] = {}
-    if "enabled" in raw:
-        if not isinstance(raw["enabled"], bool):
-            raise RegistryConfigError(f"{key}.enabled: expected true or false, got {raw['enabled']!r}")
-        values["enabled"] = raw["enabled"]
-    if raw.get("ca") is not None:
-        if not isinstance(raw["ca"], str) or not raw["ca"].strip():
-            raise RegistryConfigError(f"{key}.ca: expected a file path")
-        values["ca"] = raw["ca"]
-    insecure = raw.get("insecure") or []
-    if not isinstance(insecure, list):
-        raise RegistryConfigError(f"{key}.insecure: expected a list of HOST or HOST:PORT")
-    entries = []
-    for i, entry in enumerate(insecure):
-        if not isinstance(entry, str):
-            raise RegistryConfigError(f"{key}.insecure[{i}]: expected a string, got {type(entry).__name__}")
-        entries.append(normalise_insecure(entry, f"{key}.insecure[{i}]"))
-    values["insecure"] = tuple(entries)
-    for name, (attr, kind, minimum) in _NUMBERS.items():
-        if name not in raw:
-            continue
-        value = raw[name]
-        wanted = int if kind == "count" else (int, float)
-        if isinstance(value, bool) or not isinstance(value, wanted):
-            what = "an integer" if kind == "count" else "a number"
-            raise RegistryConfigError(f"{key}.{name}: expected {what}, got {value!r}")
-        if value < minimum:
-            raise RegistryConfigError(f"{key}.{name}: must be at least {minimum:g}, got {value!r}")
-        values[attr] = value / 1000.0 if kind == "milliseconds" else value
-    return RegistrySettings(**values)

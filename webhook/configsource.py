@@ -80,7 +80,7 @@ class ReloadingConfig:
                 return self._report("invalid")
             config, _ = load_config_file(str(self.path))
         except InputError as exc:
-            log.error("config %s is invalid, keeping the previous one: %s", self.path, exc.message)
+            log.error("config %s is invalid, keeping the previous one: %s: %s", self.path, exc.where, exc.message)
             return self._report("invalid")
         self._config = config
         self.loaded_at = time.time()

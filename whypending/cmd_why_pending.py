@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         return fail(str(exc))
     except InputError as exc:
-        return fail(f"{exc.file}:{exc.line}: {exc.message}")
+        return fail(f"{exc.where}: {exc.message}")
     except GatherError as exc:
         return fail(str(exc))
     except Exception as exc:  # a fault of gpuguard's own: said plainly, never a traceback

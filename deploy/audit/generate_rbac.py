@@ -23,8 +23,8 @@ if str(DEPLOY.parent) not in sys.path:
     sys.path.insert(0, str(DEPLOY.parent))
 
 from gpuguard.audit.policyreport import APIS  # noqa: E402
+from gpuguard.sources.configmodel import load_config  # noqa: E402
 from gpuguard.sources.yamlsafe import load_all_plain  # noqa: E402
-from policies.config import load_config  # noqa: E402
 from policies.dra.objects import CLAIM_RESOURCES  # noqa: E402
 from policies.dra.objects import GROUP as DRA_GROUP  # noqa: E402
 

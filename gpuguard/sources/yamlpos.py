@@ -8,6 +8,11 @@ item's.  Scalars need no more than their position, so the tree costs about one i
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from policies import pointer
+from policies.shapes import index_of
+
 SHIFT = 27
 _COLUMN = (1 << SHIFT) - 1
 
@@ -53,3 +58,33 @@ Positions = int | MapPos | SeqPos
 
 def start_of(node: Positions) -> int:
     return node if isinstance(node, int) else node.at
+
+
+def locate_tokens(root: Positions, tokens: Iterable[str]) -> tuple[int, int]:
+    """1-based (line, column) of the key of the field the tokens address (of the item, for list
+    elements); when the field does not exist, that of its nearest existing ancestor."""
+    node: Positions | None = root
+    where = start_of(root)
+    for token in tokens:
+        if isinstance(node, MapPos):
+            entry = node.keys.get(token)
+            if entry is None:
+                break
+            if isinstance(entry, int):
+                where, node = entry, None
+            else:
+                where, node = entry
+        elif isinstance(node, SeqPos):
+            index = index_of(token, len(node.items))
+            if index is None:
+                break
+            node = node.items[index]
+            where = start_of(node)
+        else:
+            break
+    return position(where)
+
+
+def locate(root: Positions, path: str) -> tuple[int, int]:
+    """``locate_tokens`` for an RFC 6901 pointer."""
+    return locate_tokens(root, pointer.split(path))

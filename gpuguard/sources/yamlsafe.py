@@ -13,16 +13,25 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from gpuguard.sources.yamlpos import MapPos, Positions, SeqPos, pack
 
 
 class InputError(Exception):
-    """An input that could not be read or parsed; carries file and line for the report."""
+    """An input that could not be read or parsed; carries file, line (and column, when known)."""
 
-    def __init__(self, file: str, line: int, message: str) -> None:
-        super().__init__(f"{file}:{line}: {message}")
+    def __init__(self, file: str, line: int, message: str, column: int | None = None) -> None:
         self.file = file
         self.line = line
+        self.column = column
         self.message = message
+        super().__init__(f"{self.where}: {message}")
+
+    @property
+    def where(self) -> str:
+        """``file:line``, or ``file:line:column``."""
+        return f"{self.file}:{self.line}" if self.column is None else f"{self.file}:{self.line}:{self.column}"
 
 
 def load_all_plain(text: str, file: str) -> Iterator[Any]:
@@ -38,6 +47,50 @@ def load_all_plain(text: str, file: str) -> Iterator[Any]:
         raise InputError(file, 1, f"invalid YAML: {exc}") from None
     except RecursionError:
         raise InputError(file, 1, "YAML nesting too deep") from None
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _positions(node: Node, seen: dict[int, Positions]) -> Positions:
+    """The position tree (``yamlpos``) of a composed node; an alias shares its anchor's."""
+    known = seen.get(id(node))
+    if known is not None:
+        return known
+    at = pack(node.start_mark.line, node.start_mark.column)
+    if isinstance(node, MappingNode):
+        mapping = seen[id(node)] = MapPos(at)
+        own: dict[str, int | tuple[int, MapPos | SeqPos]] = {}
+        for key, value in node.value:
+            sub = _positions(value, seen)
+            if key.tag == _MERGE:  # `<<: *base`: the merged keys first, the mapping's own over them
+                for merged in sub.items if isinstance(sub, SeqPos) else [sub]:
+                    if isinstance(merged, MapPos):
+                        mapping.keys.update(merged.keys)
+            elif isinstance(key, ScalarNode):
+                key_at = pack(key.start_mark.line, key.start_mark.column)
+                own[key.value] = key_at if isinstance(sub, int) else (key_at, sub)
+        mapping.keys.update(own)
+        return mapping
+    if isinstance(node, SequenceNode):
+        sequence = seen[id(node)] = SeqPos(at)
+        sequence.items = [_positions(item, seen) for item in node.value]
+        return sequence
+    return at
+
+
+def load_all_positioned(text: str, file: str) -> list[tuple[Any, Positions]]:
+    """Each YAML document as ``load_all_plain`` reads it, with the position tree of what it holds
+    (``yamlpos``: the line and column of every key and item), for errors at the offending key."""
+    docs = list(load_all_plain(text, file))
+    try:
+        nodes = list(YAML(typ="safe", pure=False).compose_all(text))
+        trees = [_positions(node, {}) for node in nodes]
+    except RecursionError:
+        raise InputError(file, 1, "YAML nesting too deep") from None
+    if len(trees) != len(docs):  # pragma: no cover - both read the same text with the same parser
+        raise InputError(file, 1, "invalid YAML: documents could not be matched to their positions")
+    return list(zip(docs, trees, strict=True))
 
 
 MAX_FILE_BYTES = 64 * 1024 * 1024

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from policies.config import load_config
+from gpuguard.sources.configmodel import load_config
 from tests.support.paths import ROOT, load_yaml_docs
 from tests.support.tools import tool
 from webhook import cmd_serve

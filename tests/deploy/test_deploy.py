@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from gpuguard.cli import main as gpuguard
-from policies.config import load_config
+from gpuguard.sources.configmodel import load_config
 from policies.dra.objects import CLAIM_RESOURCES, SERVED_VERSIONS
 from policies.podspec import WORKLOADS, Workload, extract
 from tests.support.paths import ROOT, load_yaml_docs

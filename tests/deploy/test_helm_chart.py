@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
+from gpuguard.sources.configmodel import load_config
 from gpuguard.sources.yamlsafe import load_all_plain
-from policies.config import load_config
 from tests.deploy.test_deploy import DOCS as KUSTOMIZE_DOCS
 from tests.deploy.test_deploy import WEBHOOK_KINDS
 from tests.support.crd_schema import load_crds, manifest_problems
@@ -162,10 +162,15 @@ def test_names_that_cel_cannot_quote_are_refused(tmp_path: Path) -> None:
 
 def test_pod_template_paths_are_refused_with_the_way_out(tmp_path: Path) -> None:
     done = template(tmp_path, {"config": {"podTemplatePaths": [
-        {"apiVersion": "example.com/v1", "kind": "Trainer", "paths": ["spec/template"]}
+        {"apiVersion": "example.com/v1", "kind": "Trainer", "template": "/spec/template"}
     ]}})
     assert done.returncode != 0
     assert "config.podTemplatePaths" in done.stderr and "gpuguard webhook-config" in done.stderr
+    # one gpuguard itself would refuse is refused by the schema, at its key
+    done = template(tmp_path, {"config": {"podTemplatePaths": [
+        {"apiVersion": "example.com/v1", "kind": "Trainer", "paths": ["spec/template"]}
+    ]}})
+    assert done.returncode != 0 and "at '/config/podTemplatePaths/0'" in done.stderr
 
 
 def test_failure_policy_and_timeout(tmp_path: Path) -> None:
@@ -201,7 +206,7 @@ def test_bad_values_are_refused_with_a_precise_message(tmp_path: Path, values: d
 def test_the_schema_knows_the_policy_keys() -> None:
     import json
 
-    from policies.config import TOP_LEVEL_KEYS
+    from gpuguard.sources.configmodel import TOP_LEVEL_KEYS
 
     schema = json.loads((CHART / "values.schema.json").read_text())["properties"]["config"]
     assert schema["additionalProperties"] is False
@@ -211,9 +216,18 @@ def test_the_schema_knows_the_policy_keys() -> None:
 @pytest.mark.parametrize(
     ("key", "value"),
     [("enforcement", "enforce"), ("enforcement", "warn"), ("enforcement", "audit"),
-     ("failureMode", "allow"), ("failureMode", "deny"), ("failureMode", "ignore"), ("enforcment", "warn")],
+     ("failureMode", "allow"), ("failureMode", "deny"), ("failureMode", "ignore"), ("enforcment", "warn"),
+     ("rules", {"gpu-shared-memory": False}), ("rules", {"gpu-shared-memory": {"severity": "Warning"}}),
+     ("rules", {"gpu-shared-memorry": "off"}), ("rules", {"gpu-runtime-class": {"options": {"required": "nvidia"}}}),
+     ("rules", {"gpu-runtime-class": {"options": {"requird": "nvidia"}}}),
+     ("rules", {"gpu-topology-alignment": {"options": {"gpusPerNumaNode": "4"}}}),
+     ("mutate", ["gpu-shared-memory"]), ("mutate", ["gpu-whole-number"]),
+     ("registry", {"enabled": True, "timeoutSeconds": 2.5}), ("registry", {"timeoutSeconds": 0}),
+     ("nodePools", [{"name": "l4", "resources": {"nvidia.com/gpu": 2}}]), ("nodePools", [{"labels": {}}])],
 )
-def test_the_chart_accepts_a_policy_value_when_gpuguard_does(tmp_path: Path, key: str, value: str) -> None:
+def test_the_chart_accepts_a_policy_value_when_gpuguard_does(tmp_path: Path, key: str, value: Any) -> None:
+    """The chart's config schema is gpuguard's (deploy/generate_config_schema.py): helm refuses at
+    install what the pods would refuse at start."""
     from policies.config import ConfigError
 
     try:

@@ -15,7 +15,7 @@ import orjson
 import pytest
 import yaml
 
-from policies.config import load_config
+from gpuguard.sources.configmodel import load_config
 from policies.facts import ClusterFacts
 from tests.support.lint import run_lint
 from tests.support.paths import ROOT

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies import ClusterFacts, evaluate, load_config
+from gpuguard.sources.configmodel import load_config
+from policies import ClusterFacts, evaluate
 from webhook.app import StaticFacts, create_app
 
 pytestmark = pytest.mark.slow

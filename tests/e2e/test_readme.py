@@ -6,7 +6,7 @@ import re
 
 import yaml
 
-from policies import load_config
+from gpuguard.sources.configmodel import load_config
 from policies.registry import RULES
 from tests.support.paths import ROOT
 

@@ -75,6 +75,7 @@ def test_choices(complete: Complete) -> None:
     assert complete(["rules", "gpu-t"]) == {r for r in RULES if r.startswith("gpu-t")} != set()
     assert complete(["rules", "--format", ""]) == {"text", "json"}
     assert complete(["completion", ""]) == {"bash", "zsh"}
+    assert complete(["config", ""]) == {"schema", "check"}
     assert complete(["serve", "--log-level", ""]) == {"debug", "info", "warning", "error"}
 
 
@@ -94,3 +95,4 @@ def test_paths(complete: Complete) -> None:
     assert _names(complete(["certs", "--out-dir", "c"])) == {"charts"}
     # any file
     assert _names(complete(["serve", "--tls-cert", "t"])) == {"tls.crt"}
+    assert _names(complete(["config", "check", "t"])) == {"tls.crt"}

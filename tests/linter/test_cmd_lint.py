@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpuguard.sources.configmodel import load_config
 from gpuguard.terminal import use_colour
 from linter import cmd_lint
 from linter.formats import github, text
 from linter.lint import lint_text
 from linter.report import Report
-from policies import ClusterFacts, load_config
+from policies import ClusterFacts
 from policies.registry import RULES
 from tests.support.lint import line_of, only_rules, run_lint
 from tests.support.paths import FIXTURES, SARIF_SCHEMA

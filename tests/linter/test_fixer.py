@@ -11,8 +11,9 @@ import jsonpatch
 import pytest
 import yaml
 
+from gpuguard.sources.configmodel import load_config
 from linter.fixer import FixError, fix_document
-from policies import evaluate, load_config
+from policies import evaluate
 from policies.registry import RULES
 from policies.types import PatchOp
 from tests.support.lint import only_rules, run_lint

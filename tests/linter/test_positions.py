@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 
 from gpuguard.sources import yamlstream
+from gpuguard.sources.configmodel import load_config
 from gpuguard.sources.loader import parse_text
 from gpuguard.sources.yamlsafe import decode
 from linter.lint import lint_text
 from linter.positions import locate
-from policies import ClusterFacts, Config, load_config
+from policies import ClusterFacts, Config
 from policies.registry import RULES
 from tests.support.paths import FIXTURES
 

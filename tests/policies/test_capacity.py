@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from policies import ClusterFacts, evaluate, load_config
+from gpuguard.sources.configmodel import load_config
+from policies import ClusterFacts, evaluate
 from policies.config import Config, ConfigError
 from policies.types import Finding, Severity
 from tests.support.paths import FIXTURES

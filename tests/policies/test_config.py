@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from gpuguard.sources.configfile import find_config, load_config_file
+from gpuguard.sources.configmodel import load_config
 from gpuguard.sources.yamlsafe import InputError
-from policies.config import ConfigError, load_config
+from policies.config import ConfigError
 from policies.types import Severity
 
 
@@ -79,7 +80,8 @@ def test_config_file_error_names_file_and_key(tmp_path: Path) -> None:
 
 
 def test_admission_safety_keys_are_validated() -> None:
-    from policies.config import DEFAULT_EXEMPT_NAMESPACES, ConfigError, load_config
+    from gpuguard.sources.configmodel import load_config
+    from policies.config import DEFAULT_EXEMPT_NAMESPACES, ConfigError
 
     config = load_config({"enforcement": "warn", "warnNamespaces": ["team-*"], "allowIgnoreAnnotation": ["ml"],
                           "mutateTemplates": True})

@@ -7,7 +7,8 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from policies import ClusterFacts, evaluate, load_config
+from gpuguard.sources.configmodel import load_config
+from policies import ClusterFacts, evaluate
 from policies.patching import combine
 from policies.registry import RULES
 from policies.types import PatchOp

@@ -20,8 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpuguard.sources.configmodel import load_config
 from gpuguard.sources.snapshot import load_cluster_facts
-from policies import ClusterFacts, evaluate, load_config
+from policies import ClusterFacts, evaluate
 from tests.support.paths import EXAMPLES
 
 BOUND = 0.05  # seconds of CPU time for one evaluation and its fix rounds, on 2 cores

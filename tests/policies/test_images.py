@@ -6,7 +6,8 @@ from typing import Any
 
 import yaml
 
-from policies import ClusterFacts, evaluate, load_config
+from gpuguard.sources.configmodel import load_config
+from policies import ClusterFacts, evaluate
 from policies.image_uses import ImageUse, images_in
 from policies.images import (
     ImageConfig,

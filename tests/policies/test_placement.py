@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from gpuguard.sources.configmodel import load_config
 from gpuguard.sources.snapshot import load_cluster_facts
-from policies.config import Config, load_config
+from policies.config import Config
 from policies.facts import ClusterFacts
 from policies.placement import Cell, Placer, gpu_groups, merge_cells
 from policies.podspec import extract

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from gpuguard.sources.configmodel import load_config
 from policies import pointer
-from policies.config import load_config
 from policies.podspec import WORKLOADS, extract
 from tests.support.paths import CORPUS, FIXTURES
 

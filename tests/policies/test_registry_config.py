@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from gpuguard.sources.configfile import load_config_file
-from policies.config import ConfigError, load_config
+from gpuguard.sources.configmodel import load_config
+from policies.config import ConfigError
 
 
 @pytest.mark.parametrize(

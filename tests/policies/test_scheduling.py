@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from policies import ClusterFacts, evaluate, load_config
+from gpuguard.sources.configmodel import load_config
+from policies import ClusterFacts, evaluate
 from policies.facts import NodeFacts, Taint
 from policies.podspec import extract
 from policies.scheduling import (

@@ -15,7 +15,8 @@ import orjson
 import pytest
 import yaml
 
-from policies.config import Config, load_config
+from gpuguard.sources.configmodel import load_config
+from policies.config import Config
 from policies.engine import evaluate
 from policies.facts import ClusterFacts
 from policies.rules import gpu_limit_missing

@@ -10,7 +10,8 @@ import orjson
 import pytest
 import yaml
 
-from policies import ClusterFacts, evaluate, load_config
+from gpuguard.sources.configmodel import load_config
+from policies import ClusterFacts, evaluate
 from policies.config import Config
 from tests.support.admission import fixture_object, review, running, terminating
 from webhook import admission

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies import ClusterFacts, evaluate, load_config
+from gpuguard.sources.configmodel import load_config
+from policies import ClusterFacts, evaluate
 from policies.types import Finding, Severity
 from tests.support.admission import NGC_ON_A100, NGC_ON_A100_WARNING, review
 from tests.support.admission import pool_pod as pod

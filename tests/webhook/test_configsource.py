@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from policies.config import load_config
+from gpuguard.sources.configmodel import load_config
 from webhook.configsource import ReloadingConfig
 
 

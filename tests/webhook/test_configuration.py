@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from gpuguard.cli import main as gpuguard
-from policies import load_config
+from gpuguard.sources.configmodel import load_config
 from policies.podspec import WORKLOADS
 from tests.deploy.test_deploy import MatchConditions, container, obj, pod_spec, template
 from webhook.configuration import GenerationError, render

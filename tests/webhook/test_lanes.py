@@ -10,8 +10,9 @@ from typing import Any
 import httpx
 import orjson
 
+from gpuguard.sources.configmodel import load_config
 from policies import budget
-from policies.config import Config, load_config
+from policies.config import Config
 from policies.engine import Evaluation, evaluate
 from policies.facts import ClusterFacts
 from tests.support.admission import fixture_object, review

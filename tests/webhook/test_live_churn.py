@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpuguard.sources.configmodel import load_config
 from policies import Config, evaluate
-from policies.config import load_config
 from policies.dra.facts import DraFacts
 from policies.dra.reading import DraObjects
 from policies.facts import ClusterFacts

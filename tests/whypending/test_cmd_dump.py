@@ -216,7 +216,7 @@ def test_config_errors_name_file_and_key(capsys: pytest.CaptureFixture[str], dum
     config.write_text("rules:\n  no-such-rule: off\n")
     code, out, err = run(capsys, "--dump", str(dumps["json"]), "--config", str(config))
     assert code == 2 and out == ""
-    assert f"{config}:1: config error: rules.no-such-rule: unknown rule id" in err
+    assert f"{config}:2:3: config error: rules.no-such-rule: unknown rule id" in err  # at the key
 
 
 def test_stdin_dump_through_the_console_command(dumps: dict[str, Path]) -> None:

@@ -14,8 +14,8 @@ from gpuguard.audit.dumps import DumpReader
 from gpuguard.audit.live import audit_cluster, audit_workloads, list_facts, workload_resources
 from gpuguard.audit.model import AuditResult
 from gpuguard.kube.discovery import Discovery, RestClient
+from gpuguard.sources.configmodel import load_config
 from gpuguard.sources.snapshot import load_cluster_facts
-from policies.config import load_config
 from tests.support.fake_apiserver import ALL_RESOURCES, FakeApiServer, api_client, serving
 from tests.support.paths import FIXTURES
 

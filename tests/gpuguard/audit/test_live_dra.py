@@ -19,7 +19,7 @@ from gpuguard.audit.auditor import Auditor
 from gpuguard.audit.live import audit_workloads, list_facts
 from gpuguard.audit.model import AuditResult
 from gpuguard.kube.discovery import Discovery, RestClient
-from policies.config import load_config
+from gpuguard.sources.configmodel import load_config
 from tests.support.fake_apiserver import ALL_RESOURCES, DRA_RESOURCES, TYPE_META, FakeApiServer, api_client, serving
 from tests.support.paths import CORPUS, FIXTURES
 

@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from gpuguard.registry.facts import ResolvedImages
-from policies.config import Config, load_config
+from gpuguard.sources.configmodel import load_config
+from policies.config import Config
 from policies.engine import Evaluation, evaluate
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies import Config, evaluate, load_config
+from gpuguard.sources.configmodel import load_config
+from policies import Config, evaluate
 from policies.dra.facts import DraInputs, input_layer
 from policies.facts import ClusterFacts
 from policies.types import Finding, Severity

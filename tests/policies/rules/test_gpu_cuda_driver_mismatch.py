@@ -12,8 +12,9 @@ import jsonpatch
 import pytest
 import yaml
 
+from gpuguard.sources.configmodel import load_config
 from linter import cmd_explain_image
-from policies import ClusterFacts, evaluate, load_config
+from policies import ClusterFacts, evaluate
 from policies.types import Severity
 from tests.support.paths import CORPUS
 

@@ -10,7 +10,8 @@ import jsonpatch
 import pytest
 import yaml
 
-from policies import evaluate, load_config
+from gpuguard.sources.configmodel import load_config
+from policies import evaluate
 from policies.config import Config, ConfigError
 from policies.types import Finding, Severity
 from tests.support.paths import CORPUS, load_yaml_docs

@@ -23,7 +23,8 @@ import jsonpatch
 import pytest
 import yaml
 
-from policies import ClusterFacts, evaluate, load_config
+from gpuguard.sources.configmodel import load_config
+from policies import ClusterFacts, evaluate
 from policies.config import Config
 from policies.images import ImageConfig, ImageLookup
 from policies.registry import RULES
