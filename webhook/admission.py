@@ -401,13 +401,9 @@ def ignore_warnings(uses: Sequence[IgnoreUse]) -> list[str]:
             out.append(fit_path(f"gpuguard.io/ignore skips {_listed(use.skipped)} at ", where))
         if use.kept:
             out.append(fit_path(f"gpuguard.io/ignore cannot skip {', '.join(use.kept)} (allowIgnoreRules) at ", where))
-        if use.unknown:
-            hints = dict(use.suggestions)
-            named = ", ".join(
-                f"{n[:40]} (did you mean {hints[n]}?)" if n in hints else n[:40] for n in use.unknown[:3]
-            )
-            more = f" and {len(use.unknown) - 3} more" if len(use.unknown) > 3 else ""
-            out.append(fit_path(f"gpuguard.io/ignore names no rule: {named}{more} at ", where))
+        unknown = use.unknown_message()
+        if unknown is not None:
+            out.append(fit_path(f"{unknown} at ", where))
     return out
 
 

@@ -98,6 +98,7 @@ def build_report(args: argparse.Namespace, names: tuple[str, ...]) -> Report:
     from gpuguard.sources.configfile import load_config_file
     from policies.pending.diagnose import diagnose
     from policies.pending.state import ClusterState
+    from policies.wording import plural
     from whypending.gather import DEFAULT_NAMESPACE, context_namespace, in_name_order
     from whypending.report import Report
     from whypending.selection import Scope, select
@@ -122,11 +123,11 @@ def build_report(args: argparse.Namespace, names: tuple[str, ...]) -> Report:
     utilization = measure(args.prometheus, args.idle_window) if args.prometheus else None
     use = utilization.use if utilization is not None else None
     window_start = utilization.window_start if utilization is not None else None
-    diagnosis = diagnose(state, chosen.pods, static=static, use=use, window_start=window_start,
+    diagnosis = diagnose(state, chosen.pods, static=static.findings, use=use, window_start=window_start,
                          **({"idle_threshold": utilization.threshold} if utilization is not None else {}))
-    notes = [*gathered.notes, *chosen.notes]
+    notes = [*gathered.notes, *chosen.notes, *static.notes]
     if facts.pools:
-        notes.append(f"{len(facts.pools)} Karpenter NodePool(s) can add nodes: the static checks count them, "
+        notes.append(f"{plural(len(facts.pools), 'Karpenter NodePool')} can add nodes: the static checks count them, "
                      "the free-GPU analysis covers existing nodes only")
     return Report(diagnosis, state, scope, gathered.source, utilization, notes, chosen.missing)
 
@@ -155,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         return fail(str(exc))
     except InputError as exc:
-        return fail(f"{exc.file}:{exc.line}: {exc.message}")
+        return fail(exc.text())
     except GatherError as exc:
         return fail(str(exc))
     except Exception as exc:  # a fault of gpuguard's own: said plainly, never a traceback

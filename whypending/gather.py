@@ -35,8 +35,7 @@ def from_dumps(files: Sequence[str]) -> Gathered:
 
     load = load_dumps(files)
     if load.errors:
-        raise GatherError("\n".join(f"{e.file}:{e.line}: {e.message}" if e.line else f"{e.file}: {e.message}"
-                                    for e in load.errors))
+        raise GatherError("\n".join(e.text() for e in load.errors))
     return Gathered(load.objects, "dump " + ", ".join(load.files), live=False)
 
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from policies.pending.diagnose import Diagnosis, PodDiagnosis
 from policies.pending.state import ClusterState
+from policies.wording import plural
 from whypending.selection import Scope
 from whypending.utilization import Utilization
 
@@ -53,8 +54,8 @@ class Report:
 
     def input_line(self) -> str:
         s = self.state
-        return (f"{self.source}: {len(s.nodes)} nodes ({self.gpu_nodes} with GPUs), {len(s.pods)} pods, "
-                f"{len(s.events)} FailedScheduling events")
+        return (f"{self.source}: {plural(len(s.nodes), 'node')} ({self.gpu_nodes} with GPUs), "
+                f"{plural(len(s.pods), 'pod')}, {plural(len(s.events), 'FailedScheduling event')}")
 
     def utilization_line(self) -> str:
         u = self.utilization

@@ -79,8 +79,9 @@ def render(result: AuditResult, stream: TextIO, colour: bool | None = None) -> N
     paint = Paint(use_colour(stream) if colour is None else colour)
     lines = _diff(result, paint) if result.compares else _by_object(result.findings, result, paint)
     for e in result.errors:
-        where = f"{e.file}:{e.line}" if e.line > 0 else e.file
-        lines.append(f"{paint('1', where)}: {paint('31', 'input error')}: {e.message}")
+        where = e.location()
+        head = f"{paint('1', where)}: " if where else ""
+        lines.append(f"{head}{paint('31', 'input error')}: {e.message}")
     for note in result.notes:
         lines.append(f"{paint('2', 'note')}: {note}")
     lines.extend(_pools(result))

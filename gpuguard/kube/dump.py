@@ -23,7 +23,7 @@ import msgspec
 
 from gpuguard.kube.prune import ARRAY, PAGE, decode_item
 from gpuguard.sources.loader import parse_text
-from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, decode
+from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, cannot_read, decode
 from policies.pending.state import ClusterObjects
 from policies.podspec import misshapen_message, misshapen_templates
 
@@ -55,7 +55,7 @@ def read_dump(name: str, path: Path | None, limit: int) -> bytes:
                 raise InputError(name, 0, f"dump is {size / 1048576:.0f} MiB; the limit is {limit // 1048576} MiB")
             data = path.read_bytes()
         except OSError as exc:
-            raise InputError(name, 0, f"cannot read: {exc.strerror or exc}") from None
+            raise cannot_read(name, exc) from None
     if len(data) > limit:
         raise InputError(name, 0, f"dump is larger than the {limit // 1048576} MiB limit")
     return data

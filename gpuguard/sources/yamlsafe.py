@@ -16,13 +16,46 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 
 class InputError(Exception):
-    """An input that could not be read or parsed; carries file and line for the report."""
+    """An input that could not be read or parsed; carries file and line for the report.
+
+    ``line`` 0 means the error has no line (a file that cannot be read, a chart that fails to
+    render): reports then name the file alone (JSON ``"line": null``, SARIF and GitHub annotations
+    without a line), or nothing but the message when the message names the file itself
+    ("cannot read FILE: No such file or directory").
+    """
 
     def __init__(self, file: str, line: int, message: str) -> None:
-        super().__init__(f"{file}:{line}: {message}")
         self.file = file
         self.line = line
         self.message = message
+        super().__init__(self.text())
+
+    @property
+    def has_line(self) -> bool:
+        return self.line > 0
+
+    def json_line(self) -> int | None:
+        """The line for JSON reports: None when there is none."""
+        return self.line if self.line > 0 else None
+
+    def location(self) -> str | None:
+        """``FILE:LINE``, ``FILE`` (no line), or None when there is no line and the message names the file."""
+        if self.line > 0:
+            return f"{self.file}:{self.line}"
+        if self.file and self.file in self.message:
+            return None
+        return self.file
+
+    def text(self) -> str:
+        """The error on one line: ``FILE:LINE: MESSAGE``, ``FILE: MESSAGE``, or the message alone."""
+        where = self.location()
+        return f"{where}: {self.message}" if where else self.message
+
+
+def cannot_read(name: str, exc: OSError | str) -> InputError:
+    """``cannot read NAME: No such file or directory`` (the system's words), with no line."""
+    reason = exc if isinstance(exc, str) else (exc.strerror or str(exc))
+    return InputError(name, 0, f"cannot read {name}: {reason}")
 
 
 def load_all_plain(text: str, file: str) -> Iterator[Any]:

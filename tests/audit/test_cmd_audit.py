@@ -70,7 +70,7 @@ def test_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         ([], "nothing to audit"),
         ([WORKLOADS, "--kubeconfig", "k"], "not both"),
         ([WORKLOADS, "--cluster-after", AFTER], "--cluster-after needs the current facts too"),
-        ([WORKLOADS, "--cluster", "absent.yaml"], "absent.yaml:0: cannot read"),
+        ([WORKLOADS, "--cluster", "absent.yaml"], "gpuguard audit: cannot read absent.yaml: No such file or directory"),
         ([WORKLOADS, "--prometheus", "localhost:9090"], "--prometheus must be an http(s) URL"),
         ([WORKLOADS, "--prometheus", "http://p", "--idle-window", "an hour"], "--idle-window"),
     ],
