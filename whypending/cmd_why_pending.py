@@ -16,7 +16,8 @@ context's, else ``default``), in all namespaces with ``-A``, or the pods named (
 
 Exit status: 0 the report was written (whatever it says; a slow or unreachable Prometheus is a
 note); 2 bad usage, unreadable config or dump, a cluster that cannot be listed, a report that
-cannot be written, or a named pod that does not exist (the report for the others is still written).
+cannot be written, or a named pod that does not exist (said first; the report for the others is
+still written, and none when no pod named exists).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ class UsageError(Exception):
 
 EPILOG = ("exit status: 0 the report was written (a slow or unreachable Prometheus is a note); 2 bad usage, "
           "an unreadable config or dump, a cluster that cannot be listed, a report that cannot be written, "
-          "or a named pod that does not exist (the report for the others is still written)")
+          "or a named pod that does not exist (said first; the report for the others is still written, none "
+          "when no pod named exists)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -161,6 +163,11 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     except Exception as exc:  # a fault of gpuguard's own: said plainly, never a traceback
         return fail(f"internal error ({type(exc).__name__}: {str(exc)[:300]}); please report it")
+    for missing in report.missing:  # said first, before any report
+        sys.stderr.write(f"{PROG}: {missing}\n")
+    sys.stderr.flush()
+    if report.missing and not report.diagnosis.pods and len(report.missing) == len(set(names)):
+        return EXIT_ERROR  # every pod named is missing: there is nothing to report on
     if args.output:
         try:
             write_atomically(args.output, text)
@@ -170,9 +177,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
     if args.output or args.format != "text":
-        for note in report.all_notes():
+        for note in report.notes_only():
             sys.stderr.write(f"{PROG}: note: {note}\n")
-    elif report.missing:
-        for missing in report.missing:
-            sys.stderr.write(f"{PROG}: {missing}\n")
     return EXIT_ERROR if report.missing else EXIT_OK

@@ -40,6 +40,11 @@ class Report:
         utilization = self.utilization.notes if self.utilization is not None else []
         return [*self.missing, *self.notes, *utilization]
 
+    def notes_only(self) -> list[str]:
+        """Input, selection and Prometheus notes (the missing pods are errors, said apart)."""
+        utilization = self.utilization.notes if self.utilization is not None else []
+        return [*self.notes, *utilization]
+
     def headline(self) -> str:
         where = self.scope.describe()
         n = len(self.pods)
@@ -47,7 +52,7 @@ class Report:
             hint = "" if self.scope.namespace is None or self.scope.names else " (-A for all namespaces)"
             return f"no pending GPU pods in {where}{hint}"
         gated = f" ({self.gated} gated)" if self.gated else ""
-        pods = f"{n} pending GPU pod{'s' if n != 1 else ''}"
+        pods = plural(n, "pending GPU pod")
         if self.scope.names:
             return f"{pods} among the {len(self.scope.names)} named{gated}"
         return f"{pods} in {where}{gated}"

@@ -76,7 +76,7 @@ def _other_schedulers(pods: list[PodInfo]) -> str | None:
             names[name] = names.get(name, 0) + 1
     if not names:
         return None
-    which = ", ".join(f"{n} ({c} pod{'s' if c != 1 else ''})" for n, c in sorted(names.items()))
+    which = ", ".join(f"{n} ({plural(c, 'pod')})" for n, c in sorted(names.items()))
     return (f"some pods name another scheduler: {which}; the analysis models kube-scheduler's "
             "default filters and preemption")
 

@@ -45,7 +45,7 @@ def _object(f: AuditFinding, result: AuditResult, namespace: bool = True) -> str
     out = f"<strong>{h.escape(name)}</strong>"
     owned = result.pods_through(f.ref)
     if owned:
-        out += f"<small>{owned} owned object{'s' if owned != 1 else ''} (pods, ReplicaSets…) reported with it</small>"
+        out += f"<small>{plural(owned, 'owned object')} (pods, ReplicaSets…) reported with it</small>"
     if f.origin.file is not None:
         where = f"{f.origin.file}:{f.origin.line}" if f.origin.line else f.origin.file
         out += f"<small>{h.escape(where)}</small>"

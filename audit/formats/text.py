@@ -42,7 +42,7 @@ def _by_object(findings: Iterable[AuditFinding], result: AuditResult, paint: Pai
         if f.ref.key != current:
             current = f.ref.key
             owned = result.pods_through(f.ref)
-            through = f"; {owned} owned object{'s' if owned != 1 else ''} reported with it" if owned else ""
+            through = f"; {plural(owned, 'owned object')} reported with it" if owned else ""
             lines.append(f"{paint('1', f.ref.qualified())}{_where(f)}{paint('2', through)}")
         lines.extend(_finding(f, result, paint, show_object=False))
     return lines

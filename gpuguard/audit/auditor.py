@@ -116,7 +116,7 @@ def _column(groups: list[NodeGroup]) -> Column:
         label = f"{rep.pool.origin} {rep.name}"
     else:
         label = rep.gpu_product or rep.labels.get("node.kubernetes.io/instance-type") or "GPU nodes"
-    parts = [f"{size} node{'s' if size != 1 else ''}" if rep.pool is None else "scales up on demand"]
+    parts = [plural(size, "node") if rep.pool is None else "scales up on demand"]
     instance = rep.labels.get("node.kubernetes.io/instance-type")
     if instance and instance != label:
         parts.append(instance)

@@ -88,7 +88,7 @@ def test_one_suggestion_helper() -> None:
 # Messages quoted from upstream code, word for word (so that they can be recognised or matched):
 # the scheduler's (policies/pending/schedmsg.py) and the Go semver library's (policies/dra/cel/semver.py).
 QUOTED = frozenset({"policies/pending/schedmsg.py", "policies/dra/cel/semver.py"})
-HAND_PLURAL = re.compile(r"[A-Za-z](?<!http)\(s\)(?![}\w])")
+HAND_PLURAL = re.compile(r"[A-Za-z](?<!http)\(s\)(?![}\w])|\{'s' if |\{'' if [^}]* else 's'\}")
 # A count before a plural noun, in an f-string: "{n} errors" says "1 errors" when n is 1.  Not a
 # count: a constant (NODE_LIMIT, always more than one) or a limit/budget/kind; the API server's
 # validation messages ("Too many: 9: must have at most 8 items") are quoted as it words them.

@@ -167,8 +167,8 @@ def test_named_pods_that_are_not_pending_or_missing(capsys: pytest.CaptureFixtur
     assert "ml/just-created: no scheduling attempt recorded yet" in flat
     assert "2 pending GPU pods among the 5 named" in flat
     code, out, err = run(capsys, "--dump", str(dumps["json"]), "-n", "ml", "web-x", "--format", "json")
-    assert code == 2 and json.loads(out) == {"pods": [], "cluster": json.loads(out)["cluster"]}
-    assert "pod web-x not found in namespace ml" in err
+    assert code == 2 and out == ""  # no pod named exists: the error, and no report
+    assert err == "gpuguard why-pending: pod web-x not found in namespace ml\n"
 
 
 @pytest.mark.parametrize(("args", "message"), [
