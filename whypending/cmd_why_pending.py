@@ -10,7 +10,7 @@ fit needs whose DCGM utilization stayed under 1 %) and ``preemptible``.
 
 Input: a live cluster (the kubeconfig's current context, ``--kubeconfig``, or ``--in-cluster``),
 listed read-only, or ``--dump`` files (``kubectl get nodes,pods,events,priorityclasses -A -o yaml``
-or ``-o json``; ``-`` reads stdin).  Pods: every pending GPU pod in the namespace (kubectl's: the
+or ``-o json``; ``-`` reads stdin; a directory, its ``*.yaml``, ``*.yml`` and ``*.json`` files).  Pods: every pending GPU pod in the namespace (kubectl's: the
 context's, else ``default``), in all namespaces with ``-A``, or the pods named (``NAME`` or
 ``NAMESPACE/NAME``).
 
@@ -61,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
     source.add_argument("--dump", metavar="FILE", nargs="+", action="extend",
                         help="read `kubectl get nodes,pods,events,priorityclasses -A -o yaml` (or -o json) output "
-                        "instead of a cluster; - for stdin (put pod names before --dump)")
+                        "instead of a cluster: files, directories (their *.yaml, *.yml, *.json), - for stdin "
+                        "(put pod names before --dump)")
     parser.add_argument("--prometheus", metavar="URL",
                         help="Prometheus with dcgm-exporter metrics, to name pods that hold GPUs without using them")
     parser.add_argument("--idle-window", metavar="DURATION", default="1h",
