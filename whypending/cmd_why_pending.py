@@ -10,7 +10,8 @@ fit needs whose DCGM utilization stayed under 1 %) and ``preemptible``.
 
 Input: a live cluster (the kubeconfig's current context, ``--kubeconfig``, or ``--in-cluster``),
 listed read-only, or ``--dump`` files (``kubectl get nodes,pods,events,priorityclasses -A -o yaml``
-or ``-o json``; ``-`` reads stdin; a directory, its ``*.yaml``, ``*.yml`` and ``*.json`` files).  Pods: every pending GPU pod in the namespace (kubectl's: the
+or ``-o json``; ``-`` reads stdin; a directory, its ``*.yaml``, ``*.yml`` and ``*.json`` files).
+Pods: every pending GPU pod in the namespace (kubectl's: the
 context's, else ``default``), in all namespaces with ``-A``, or the pods named (``NAME`` or
 ``NAMESPACE/NAME``).
 
