@@ -235,3 +235,37 @@ def test_pods_of_another_scheduler_get_a_note(capsys: pytest.CaptureFixture[str]
     code, _, err = run(capsys, "--dump", str(dump), "-A", "--format", "json")
     assert code == 0
     assert "note: some pods name another scheduler: volcano (2 pods); the analysis models kube-scheduler's" in err
+
+
+def test_a_missing_pod_is_said_first_and_alone(dumps: dict[str, Path]) -> None:
+    done = gpuguard("why-pending", "nope", "--dump", str(dumps["json"]))
+    assert done.code == 2 and done.stdout == ""
+    assert done.stderr == "gpuguard why-pending: pod nope not found in namespace default\n"
+    both = gpuguard("why-pending", "-n", "ml", "nope", "big-train", "--dump", str(dumps["json"]))
+    assert both.code == 2 and both.stderr.startswith("gpuguard why-pending: pod nope not found in namespace ml\n")
+    assert "ml/big-train" in both.stdout  # the others still get their report
+
+
+def _t4_cluster_with(pod_annotations: dict[str, str]) -> list[dict[str, Any]]:
+    """A pending NGC PyTorch pod (CUDA 12.4.1) whose only nodes are Tesla T4s on driver R470."""
+    from tests.support.cluster_objects import container, node, pod
+
+    t4 = node("t4-1", product="Tesla-T4", instance="g4dn.12xlarge", capacity=4, allocatable=4)
+    t4["metadata"]["labels"]["nvidia.com/cuda.driver-version.full"] = "470.256.02"
+    message = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    pending = pod("ml", "ngc", containers=[container("main", 1)], scheduled_message=message)
+    pending["metadata"]["annotations"] = pod_annotations
+    return [t4, pending]
+
+
+def test_the_engine_faces_of_why_pending_say_what_lint_says(tmp_path: Path) -> None:
+    dump = write_dump(_t4_cluster_with({"gpuguard.io/ignore": "gpu-limit-missin"}), tmp_path / "c.json", "json")
+    done = gpuguard("why-pending", "-A", "--dump", str(dump))
+    assert done.code == 0, done.stderr
+    flat = " ".join(done.stdout.split())
+    assert "driver 470.256.02. Note: NGC framework images set NVIDIA_REQUIRE_CUDA" in flat
+    assert ("ml/ngc: gpuguard.io/ignore names no rule: gpu-limit-missin (did you mean gpu-limit-missing?)"
+            in flat)
+    doc = json.loads(gpuguard("why-pending", "-A", "--dump", str(dump), "--format", "json").stdout)
+    (static,) = [r for r in doc["pods"][0]["reasons"] if r["kind"] == dg.STATIC]
+    assert ". Note: NGC framework images" in static["message"]
