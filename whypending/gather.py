@@ -46,7 +46,7 @@ def from_dumps(files: Sequence[str]) -> Gathered:
         if Path(directory) not in walked:
             errors.append(InputError(directory, 0, f"no *.yaml, *.yml or *.json file in directory {directory}"))
     load = load_dumps(names, optional=optional)
-    load.errors[:0] = errors
+    load.errors.extend(errors)
     if load.errors:
         raise GatherError("\n".join(e.text() for e in load.errors))
     return Gathered(load.objects, "dump " + ", ".join(load.files), live=False)
