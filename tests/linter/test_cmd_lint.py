@@ -370,8 +370,9 @@ def test_a_missing_file_has_no_line_in_any_format(tmp_path: Path) -> None:
     report = json.loads(gpuguard("lint", str(missing), "--format", "json").stdout)
     assert report["errors"] == [{"file": str(missing), "line": None, "message": message}]
     annotations = gpuguard("lint", str(missing), "--format", "github").stdout.splitlines()
-    # A workflow command with file and no line annotates the file (actions/toolkit command.ts: every
-    # property is optional).
+    # A workflow command with a file and no line annotates the file: "can associate the message with
+    # a particular file in your repository. Optionally, your message can specify a position within
+    # the file" (GitHub docs, "Workflow commands for GitHub Actions", error message).
     assert annotations[0] == f"::error file={github.escape_property(str(missing))},title=gpuguard input error::{message}"
     sarif = json.loads(gpuguard("lint", str(missing), "--format", "sarif").stdout)
     import jsonschema  # type: ignore[import-untyped]
