@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         facts = load_cluster_facts(args.cluster) if args.cluster else None
         after = load_cluster_facts(args.cluster_after) if args.cluster_after else None
     except InputError as exc:
-        return _fail(f"{exc.where}: {exc.message}")
+        return _fail(exc.text())
     if args.kubeconfig or args.in_cluster:
         outcome = _audit_live(args, config, facts, after)
     else:
@@ -129,6 +129,7 @@ def _audit_dumps(args: argparse.Namespace, config: Config, facts: ClusterFacts,
     from gpuguard.audit.dumps import DumpReader
     from gpuguard.audit.pools import PoolInputs
     from gpuguard.sources.snapshot import SAMPLE
+    from policies.wording import plural
 
     auditor = _auditor(args, config, facts, after, args.cluster)
     pools = PoolInputs() if args.cluster and args.cluster != SAMPLE else None
@@ -136,7 +137,7 @@ def _audit_dumps(args: argparse.Namespace, config: Config, facts: ClusterFacts,
     result: AuditResult = auditor.finish()
     if not args.cluster and result.skipped_rules:
         result.notes.append(
-            f"no --cluster given: skipped {len(result.skipped_rules)} rules that need cluster facts "
+            f"no --cluster given: skipped {plural(len(result.skipped_rules), 'rule')} that need cluster facts "
             f"({', '.join(result.skipped_rules)}); pass --cluster FILE (or --cluster sample)"
         )
     if pools is not None and pools.objects.pods:
@@ -215,7 +216,9 @@ def _write(args: argparse.Namespace, result: AuditResult) -> int:
     except OSError as exc:
         return _fail(f"cannot write {args.output}: {exc.strerror or exc}")
     if args.format != "text":  # the report went to a file: say in a line what it holds
+        from policies.wording import plural
+
         counts = result.severity_counts()
-        sys.stderr.write(f"gpuguard audit: wrote {args.output}: {counts['error']} errors, {counts['warning']} "
-                         f"warnings, {counts['info']} info\n")
+        sys.stderr.write(f"gpuguard audit: wrote {args.output}: {plural(counts['error'], 'error')}, "
+                         f"{plural(counts['warning'], 'warning')}, {plural(counts['info'], 'info')}\n")
     return result.exit_code()

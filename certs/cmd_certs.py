@@ -44,6 +44,7 @@ def _fail(message: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from certs.inject import InjectError, inject_ca_bundle
     from certs.tls import CertError, generate_bundle
+    from policies.wording import plural
 
     if (args.ca_cert is None) != (args.ca_key is None):
         return _fail("--ca-cert and --ca-key must be given together")
@@ -71,5 +72,6 @@ def run(args: argparse.Namespace) -> int:
             result = inject_ca_bundle(path, ca_pem)
         except InjectError as exc:
             return _fail(str(exc))
-        print(f"{path}: caBundle set in {result.webhooks} webhook(s) of {result.configurations} configuration(s)")
+        print(f"{path}: caBundle set in {plural(result.webhooks, 'webhook')} of "
+              f"{plural(result.configurations, 'configuration')}")
     return 0

@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "certs": ("certs.cmd_certs", "create a CA and serving certificate for the webhook"),
     "why-pending": ("whypending.cmd_why_pending", "explain why GPU pods are Pending while GPUs sit idle"),
     "config": ("gpuguard.cmd_config", "print the config's JSON Schema, or check a config file"),
+    "schema": ("gpuguard.schemas", "print the JSON Schema of a --format json report"),
     "completion": ("gpuguard.completion", "print a bash or zsh completion script"),
 }
 

@@ -10,7 +10,8 @@ compatibility mode, or not at all.  ``--format json`` prints one object::
      "nodes": [{"name": …, "driver": "550.90.07" | null,
                 "verdict": "native|minor-version|forward|incompatible|unknown"}]}
 
-Exit status: 0, or 2 for bad usage or an unreadable cluster snapshot.
+Exit status: 0, or 2 for bad usage, an invalid image reference (the message says what is wrong with it)
+or an unreadable cluster snapshot.
 """
 
 from __future__ import annotations
@@ -113,9 +114,15 @@ def _found_config(
 
 def run(args: argparse.Namespace, config: ImageConfig | None = None) -> int:
     from gpuguard.registry.cli import RegistryUsageError
+    from gpuguard.registry.reference import ReferenceError, parse
     from gpuguard.sources.yamlsafe import InputError
     from policies.cuda.explain import render_text
 
+    try:  # the reference grammar of distribution/reference, as registries and the kubelet read it
+        parse(args.image)
+    except ReferenceError as exc:
+        print(f"gpuguard explain-image: {exc}", file=sys.stderr)
+        return 2
     try:
         configs: dict[str, ImageConfig] = {}
         registry = _registry_section(args, args.image, configs)

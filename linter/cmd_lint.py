@@ -224,8 +224,7 @@ def run(args: argparse.Namespace) -> int:
         facts = load_cluster_facts(args.cluster) if args.cluster else ClusterFacts.empty()
         registry = effective_settings(config.registry, args)
     except InputError as exc:
-        where = exc.where if exc.line > 0 else exc.file
-        sys.stderr.write(f"gpuguard lint: {where}: {exc.message}\n")
+        sys.stderr.write(f"gpuguard lint: {exc.text()}\n")
         return EXIT_ERROR
     except _UsageError as exc:
         sys.stderr.write(f"gpuguard lint: {exc}\n")
@@ -309,15 +308,15 @@ def _selected(config: Config, enable: list[str], disable: list[str]) -> Config:
     """``config`` with the rules --enable and --disable name switched on (at their default
     severity unless the config sets one) or off."""
     import dataclasses
-    import difflib
 
     from policies.config import RuleSettings
     from policies.registry import RULES
+    from policies.wording import did_you_mean, suggest
 
     for rule in [*enable, *disable]:
         if rule not in RULES:
-            close = difflib.get_close_matches(rule, list(RULES), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]}?" if close else "; `gpuguard rules` lists them"
+            close = suggest(rule, RULES)
+            hint = f"; {did_you_mean(close)}" if close else "; `gpuguard rules` lists them"
             raise _UsageError(f"no rule {rule!r}{hint}")
     both = sorted(set(enable) & set(disable))
     if both:

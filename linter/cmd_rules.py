@@ -68,10 +68,10 @@ def _detail(module: RuleModule) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import difflib
     import json
 
     from policies.registry import RULES
+    from policies.wording import did_you_mean, suggest
 
     if args.rule_id is None:
         if args.format == "json":
@@ -81,8 +81,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     module = RULES.get(args.rule_id)
     if module is None:
-        close = difflib.get_close_matches(args.rule_id, list(RULES), n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else "; `gpuguard rules` lists them"
+        close = suggest(args.rule_id, RULES, limit=3, cutoff=0.5)
+        hint = f"; {did_you_mean(close)}" if close else "; `gpuguard rules` lists them"
         sys.stderr.write(f"gpuguard rules: unknown rule {args.rule_id!r}{hint}\n")
         return 2
     if args.format == "json":

@@ -23,6 +23,7 @@ from policies.facts import ClusterFacts
 from policies.images import ImageFacts
 from policies.podspec import misshapen_message, misshapen_templates
 from policies.types import Finding, PatchOp
+from policies.wording import plural
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +118,7 @@ def _objects(unit: Unit, file: str) -> tuple[list[tuple[str, dict[str, Any]]], l
                 InputError(
                     file,
                     line,
-                    f"document is a YAML list of {len(data)} items, not a Kubernetes object; put each "
+                    f"document is a YAML list of {plural(len(data), 'item')}, not a Kubernetes object; put each "
                     "object in its own `---` document or wrap them in `kind: List` with `items:`",
                 )
             ]
@@ -182,6 +183,11 @@ class _Checker:
             at = prefix + placeholder.path
             row = locate(unit.positions, placeholder.path if relative else at)[0]
             sink.errors.append(InputError(self.file, row, placeholder_message(placeholder, at)))
+        for use in ev.ignore_uses:  # a misspelled rule id skips nothing: said where it is written
+            unknown = use.unknown_message()
+            if unknown is not None:
+                row = locate(unit.positions, use.pointer if relative else prefix + use.pointer)[0]
+                sink.errors.append(InputError(self.file, row, unknown))
         for place in misshapen_templates(obj, self.config.workload_index):
             at = prefix + place.at
             row = locate(unit.positions, place.at if relative else at)[0]

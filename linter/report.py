@@ -9,6 +9,7 @@ from gpuguard.sources.inputs import STDIN_NAME
 from gpuguard.sources.yamlsafe import InputError
 from linter.lint import FileResult, Located
 from policies.types import Severity
+from policies.wording import noun, plural
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -87,13 +88,15 @@ class Report:
             )
         if self.scaling_pools:
             pools = ", ".join(self.scaling_pools)
-            notes.append(f"{len(self.scaling_pools)} node pool(s) can scale up and count as nodes: {pools}")
+            n = len(self.scaling_pools)
+            notes.append(f"{plural(n, 'node pool')} {noun(n, 'scales', 'scale')} up and {noun(n, 'counts', 'count')} "
+                         f"as nodes: {pools}")
         return notes
 
     def skipped_note(self) -> str | None:
         if self.cluster is not None or not self.skipped_rules:
             return None
         return (
-            f"no --cluster given: skipped {len(self.skipped_rules)} rules that need cluster facts "
+            f"no --cluster given: skipped {plural(len(self.skipped_rules), 'rule')} that need cluster facts "
             f"({', '.join(self.skipped_rules)}); pass --cluster FILE (or --cluster sample)"
         )

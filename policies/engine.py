@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,8 +32,11 @@ from policies.rule import ObjectContext, RuleContext, RuleModule
 from policies.scheduling import churning_selector_keys
 from policies.shapes import as_dict, text
 from policies.types import Finding, PatchOp, RelOp, Severity, Violation
+from policies.wording import did_you_mean, suggest
 
 IGNORE_ANNOTATION = "gpuguard.io/ignore"
+SHOWN_UNKNOWN = 3  # unknown names an ignore annotation's message shows
+SHOWN_NAME = 40  # characters of each
 
 
 MAX_FIX_ROUNDS = 4
@@ -65,6 +67,20 @@ class IgnoreUse:
     kept: tuple[str, ...] = ()
     # (unknown name, the rule id it is closest to), for the first few unknown names that have one.
     suggestions: tuple[tuple[str, str], ...] = ()
+
+    def unknown_message(self) -> str | None:
+        """What every face says of the names that are no rule id (None: there are none): the first
+        few, each cut to 40 characters, with the rule id each is closest to."""
+        if not self.unknown:
+            return None
+        hints = dict(self.suggestions)
+        named = ", ".join(
+            f"{n[:SHOWN_NAME]} ({did_you_mean([hints[n]])})" if n in hints else n[:SHOWN_NAME]
+            for n in self.unknown[:SHOWN_UNKNOWN]
+        )
+        rest = len(self.unknown) - SHOWN_UNKNOWN
+        more = f" and {rest} more" if rest > 0 else ""
+        return f"{IGNORE_ANNOTATION} names no rule: {named}{more}"
 
     @property
     def skipped(self) -> tuple[str, ...]:
@@ -150,7 +166,7 @@ def _suggestions(unknown: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     out = []
     for name in unknown[:SUGGESTED_NAMES]:
         if len(name) <= 63:
-            close = difflib.get_close_matches(name, list(RULES), n=1, cutoff=0.75)
+            close = suggest(name, RULES, cutoff=0.75)
             if close:
                 out.append((name, close[0]))
     return tuple(out)

@@ -58,6 +58,7 @@ from policies.facts import ClusterFacts
 from policies.identity import new_findings
 from policies.podspec import misshapen_templates
 from policies.types import Finding, Severity, printable
+from policies.wording import plural
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -341,7 +342,7 @@ def capped(warnings: Sequence[str], budget: int = VALIDATING_WARNING_BUDGET) -> 
 def denial_message(kind: str, namespace: str, name: str, findings: Sequence[Finding]) -> str:
     """One line per blocking finding: rule, dotted field path, what is wrong, and the fix."""
     target = f"{kind} {namespace + '/' if namespace else ''}{name or '(unnamed)'}"
-    count = f"{len(findings)} GPU policy violation{'' if len(findings) == 1 else 's'}"
+    count = plural(len(findings), "GPU policy violation")
     lines = [f"gpuguard: {target}: {count}"]
     for f in findings[:DENIAL_MAX_FINDINGS]:
         lines.append(f"[{f.rule}] {pointer.to_dotted(f.path)}: {f.message} (fix: {f.remediation})")
@@ -401,13 +402,9 @@ def ignore_warnings(uses: Sequence[IgnoreUse]) -> list[str]:
             out.append(fit_path(f"gpuguard.io/ignore skips {_listed(use.skipped)} at ", where))
         if use.kept:
             out.append(fit_path(f"gpuguard.io/ignore cannot skip {', '.join(use.kept)} (allowIgnoreRules) at ", where))
-        if use.unknown:
-            hints = dict(use.suggestions)
-            named = ", ".join(
-                f"{n[:40]} (did you mean {hints[n]}?)" if n in hints else n[:40] for n in use.unknown[:3]
-            )
-            more = f" and {len(use.unknown) - 3} more" if len(use.unknown) > 3 else ""
-            out.append(fit_path(f"gpuguard.io/ignore names no rule: {named}{more} at ", where))
+        unknown = use.unknown_message()
+        if unknown is not None:
+            out.append(fit_path(f"{unknown} at ", where))
     return out
 
 

@@ -285,7 +285,7 @@ class AdmissionEndpoint:
                 "gpuguard.io/ignore=%s on %s %s/%s uid=%s by %s: %s%s%s", _names(use.rules), req.kind, req.namespace,
                 req.name, req.uid, user, "honoured" if use.honoured else "not honoured (allowIgnoreAnnotation)",
                 f"; not for {', '.join(use.kept)} (allowIgnoreRules)" if use.kept else "",
-                f"; unknown rule ids {_names(use.unknown)}" if use.unknown else "",
+                f"; {use.unknown_message()}" if use.unknown else "",
             )
 
 

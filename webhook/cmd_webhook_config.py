@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         config, _ = load_config_file(args.config)
         text = render(config)
     except InputError as exc:
-        sys.stderr.write(f"gpuguard webhook-config: {exc.where}: {exc.message}\n")
+        sys.stderr.write(f"gpuguard webhook-config: {exc.text()}\n")
         return 2
     except GenerationError as exc:
         sys.stderr.write(f"gpuguard webhook-config: {exc}\n")

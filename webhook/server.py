@@ -27,6 +27,7 @@ from typing import Any, cast
 import uvicorn
 
 from policies.config import Config
+from policies.wording import plural
 from webhook.app import DEFAULT_MAX_BODY_BYTES, FactsProvider, StaticFacts, create_app, create_health_app
 from webhook.configsource import ConfigSource, ReloadingConfig, StaticConfig
 from webhook.lanes import LaneLimits
@@ -203,7 +204,7 @@ def serve(options: ServeOptions) -> int:
         health_host = options.health_host or options.host
         health_sock = bind(health_host, options.health_port)
         log.info("health, readiness and metrics on http://%s:%d", health_host, options.health_port)
-    log.info("listening on https://%s:%d with %d worker(s)", options.host, options.port, options.workers)
+    log.info("listening on https://%s:%d with %s", options.host, options.port, plural(options.workers, "worker"))
     if options.workers <= 1:
         return run_worker(options, sock, health_sock)
     children: list[int] = []

@@ -10,13 +10,15 @@ fit needs whose DCGM utilization stayed under 1 %) and ``preemptible``.
 
 Input: a live cluster (the kubeconfig's current context, ``--kubeconfig``, or ``--in-cluster``),
 listed read-only, or ``--dump`` files (``kubectl get nodes,pods,events,priorityclasses -A -o yaml``
-or ``-o json``; ``-`` reads stdin).  Pods: every pending GPU pod in the namespace (kubectl's: the
+or ``-o json``; ``-`` reads stdin; a directory, its ``*.yaml``, ``*.yml`` and ``*.json`` files).
+Pods: every pending GPU pod in the namespace (kubectl's: the
 context's, else ``default``), in all namespaces with ``-A``, or the pods named (``NAME`` or
 ``NAMESPACE/NAME``).
 
 Exit status: 0 the report was written (whatever it says; a slow or unreachable Prometheus is a
 note); 2 bad usage, unreadable config or dump, a cluster that cannot be listed, a report that
-cannot be written, or a named pod that does not exist (the report for the others is still written).
+cannot be written, or a named pod that does not exist (said first; the report for the others is
+still written, and none when no pod named exists).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ class UsageError(Exception):
 
 EPILOG = ("exit status: 0 the report was written (a slow or unreachable Prometheus is a note); 2 bad usage, "
           "an unreadable config or dump, a cluster that cannot be listed, a report that cannot be written, "
-          "or a named pod that does not exist (the report for the others is still written)")
+          "or a named pod that does not exist (said first; the report for the others is still written, none "
+          "when no pod named exists)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
     source.add_argument("--dump", metavar="FILE", nargs="+", action="extend",
                         help="read `kubectl get nodes,pods,events,priorityclasses -A -o yaml` (or -o json) output "
-                        "instead of a cluster; - for stdin (put pod names before --dump)")
+                        "instead of a cluster: files, directories (their *.yaml, *.yml, *.json), - for stdin "
+                        "(put pod names before --dump)")
     parser.add_argument("--prometheus", metavar="URL",
                         help="Prometheus with dcgm-exporter metrics, to name pods that hold GPUs without using them")
     parser.add_argument("--idle-window", metavar="DURATION", default="1h",
@@ -98,6 +102,7 @@ def build_report(args: argparse.Namespace, names: tuple[str, ...]) -> Report:
     from gpuguard.sources.configfile import load_config_file
     from policies.pending.diagnose import diagnose
     from policies.pending.state import ClusterState
+    from policies.wording import plural
     from whypending.gather import DEFAULT_NAMESPACE, context_namespace, in_name_order
     from whypending.report import Report
     from whypending.selection import Scope, select
@@ -122,11 +127,11 @@ def build_report(args: argparse.Namespace, names: tuple[str, ...]) -> Report:
     utilization = measure(args.prometheus, args.idle_window) if args.prometheus else None
     use = utilization.use if utilization is not None else None
     window_start = utilization.window_start if utilization is not None else None
-    diagnosis = diagnose(state, chosen.pods, static=static, use=use, window_start=window_start,
+    diagnosis = diagnose(state, chosen.pods, static=static.findings, use=use, window_start=window_start,
                          **({"idle_threshold": utilization.threshold} if utilization is not None else {}))
-    notes = [*gathered.notes, *chosen.notes]
+    notes = [*gathered.notes, *chosen.notes, *static.notes]
     if facts.pools:
-        notes.append(f"{len(facts.pools)} Karpenter NodePool(s) can add nodes: the static checks count them, "
+        notes.append(f"{plural(len(facts.pools), 'Karpenter NodePool')} can add nodes: the static checks count them, "
                      "the free-GPU analysis covers existing nodes only")
     return Report(diagnosis, state, scope, gathered.source, utilization, notes, chosen.missing)
 
@@ -155,11 +160,16 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         return fail(str(exc))
     except InputError as exc:
-        return fail(f"{exc.where}: {exc.message}")
+        return fail(exc.text())
     except GatherError as exc:
         return fail(str(exc))
     except Exception as exc:  # a fault of gpuguard's own: said plainly, never a traceback
         return fail(f"internal error ({type(exc).__name__}: {str(exc)[:300]}); please report it")
+    for missing in report.missing:  # said first, before any report
+        sys.stderr.write(f"{PROG}: {missing}\n")
+    sys.stderr.flush()
+    if report.missing and not report.diagnosis.pods and len(report.missing) == len(set(names)):
+        return EXIT_ERROR  # every pod named is missing: there is nothing to report on
     if args.output:
         try:
             write_atomically(args.output, text)
@@ -169,9 +179,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
     if args.output or args.format != "text":
-        for note in report.all_notes():
+        for note in report.notes_only():
             sys.stderr.write(f"{PROG}: note: {note}\n")
-    elif report.missing:
-        for missing in report.missing:
-            sys.stderr.write(f"{PROG}: {missing}\n")
     return EXIT_ERROR if report.missing else EXIT_OK

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,14 +30,25 @@ class Gathered:
 
 
 def from_dumps(files: Sequence[str]) -> Gathered:
-    """Objects of every dump; any unreadable or invalid file fails the run (an analysis of part of
-    a cluster would misstate free GPUs), naming every problem."""
-    from gpuguard.kube.dump import load_dumps
+    """Objects of every dump (a directory: its ``*.yaml``, ``*.yml`` and ``*.json`` files, as
+    ``audit`` reads it); any unreadable or invalid file fails the run (an analysis of part of a
+    cluster would misstate free GPUs), naming every problem.  In a directory, a file holding none
+    of the objects the analysis reads (a manifest, a config) is passed over."""
+    from gpuguard.kube.dump import STDIN, load_dumps
+    from gpuguard.sources.inputs import collect
+    from gpuguard.sources.yamlsafe import InputError
 
-    load = load_dumps(files)
+    inputs, errors = collect(list(files))
+    names = [STDIN if item.path is None else item.name for item in inputs]
+    optional = {item.name for item in inputs if item.path is not None and item.name not in files}
+    walked = {item.root for item in inputs if item.name in optional}
+    for directory in (f for f in files if f != STDIN and os.path.isdir(f)):
+        if Path(directory) not in walked:
+            errors.append(InputError(directory, 0, f"no *.yaml, *.yml or *.json file in directory {directory}"))
+    load = load_dumps(names, optional=optional)
+    load.errors.extend(errors)
     if load.errors:
-        raise GatherError("\n".join(f"{e.file}:{e.line}: {e.message}" if e.line else f"{e.file}: {e.message}"
-                                    for e in load.errors))
+        raise GatherError("\n".join(e.text() for e in load.errors))
     return Gathered(load.objects, "dump " + ", ".join(load.files), live=False)
 
 

@@ -3,9 +3,11 @@ summary tiles, one card per pod with its reasons, evidence and hints, the GPU po
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gpuguard.htmlreport import Level, badge, escape, page, section, table, tiles
 from policies.pending import diagnose as dg
-from policies.pending.diagnose import PodDiagnosis
+from policies.pending.diagnose import PodDiagnosis, PoolView
 from whypending.report import Report
 from whypending.views import age, fits_now, pending_since, pod_facts, reason_view
 
@@ -86,21 +88,34 @@ def _pools(report: Report) -> str:
     return section("GPU pools", table(headers, rows, caption=caption), anchor="pools")
 
 
+def _by_resource(pools: Sequence[PoolView]) -> list[tuple[str, list[PoolView]]]:
+    """The pools grouped by the resource they count, whole GPUs before MIG slices and shares: a
+    MIG slice is no GPU, so counts of different resources are never added up."""
+    groups: dict[str, list[PoolView]] = {}
+    for view in pools:
+        groups.setdefault(view.pool.resource, []).append(view)
+    return sorted(groups.items(), key=lambda item: ("/mig-" in item[0] or item[0].endswith(".shared"), item[0]))
+
+
 def _tiles(report: Report) -> str:
     pools = report.diagnosis.pools
-    allocatable = sum(p.pool.allocatable for p in pools)
-    free = sum(p.pool.free for p in pools)
     waiting = len(report.pods) - report.gated
     items = [
         ("pending GPU pods (not gated)", str(waiting), "error" if waiting else "ok"),
         ("gated pods", str(report.gated), "muted"),
-        ("GPUs free / allocatable", f"{free} / {allocatable}", "info"),
     ]
+    groups = _by_resource(pools)
+    for resource, views in groups or [("GPUs", [])]:
+        free = sum(v.pool.free for v in views)
+        allocatable = sum(v.pool.allocatable for v in views)
+        items.append((f"{resource} free / allocatable", f"{free} / {allocatable}", "info"))
     if any(p.idle is not None for p in pools):
-        idle = sum(p.idle or 0 for p in pools)
-        items.append(("GPUs held but idle", str(idle), "warning" if idle else "ok"))
-    out_of_service = sum(p.pool.unhealthy for p in pools)
-    items.append(("GPUs unhealthy", str(out_of_service), "error" if out_of_service else "ok"))
+        for resource, views in groups:
+            idle = sum(v.idle or 0 for v in views)
+            items.append((f"{resource} held but idle", str(idle), "warning" if idle else "ok"))
+    for resource, views in groups or [("GPUs", [])]:
+        out_of_service = sum(v.pool.unhealthy for v in views)
+        items.append((f"{resource} unhealthy", str(out_of_service), "error" if out_of_service else "ok"))
     return tiles(items)
 
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from policies.pending.diagnose import Diagnosis, PodDiagnosis
 from policies.pending.state import ClusterState
+from policies.wording import plural
 from whypending.selection import Scope
 from whypending.utilization import Utilization
 
@@ -39,6 +40,11 @@ class Report:
         utilization = self.utilization.notes if self.utilization is not None else []
         return [*self.missing, *self.notes, *utilization]
 
+    def notes_only(self) -> list[str]:
+        """Input, selection and Prometheus notes (the missing pods are errors, said apart)."""
+        utilization = self.utilization.notes if self.utilization is not None else []
+        return [*self.notes, *utilization]
+
     def headline(self) -> str:
         where = self.scope.describe()
         n = len(self.pods)
@@ -46,15 +52,15 @@ class Report:
             hint = "" if self.scope.namespace is None or self.scope.names else " (-A for all namespaces)"
             return f"no pending GPU pods in {where}{hint}"
         gated = f" ({self.gated} gated)" if self.gated else ""
-        pods = f"{n} pending GPU pod{'s' if n != 1 else ''}"
+        pods = plural(n, "pending GPU pod")
         if self.scope.names:
             return f"{pods} among the {len(self.scope.names)} named{gated}"
         return f"{pods} in {where}{gated}"
 
     def input_line(self) -> str:
         s = self.state
-        return (f"{self.source}: {len(s.nodes)} nodes ({self.gpu_nodes} with GPUs), {len(s.pods)} pods, "
-                f"{len(s.events)} FailedScheduling events")
+        return (f"{self.source}: {plural(len(s.nodes), 'node')} ({self.gpu_nodes} with GPUs), "
+                f"{plural(len(s.pods), 'pod')}, {plural(len(s.events), 'FailedScheduling event')}")
 
     def utilization_line(self) -> str:
         u = self.utilization

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from policies.pending.objects import PodInfo
 from policies.pending.state import ClusterState
+from policies.wording import noun, plural
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +23,7 @@ class Scope:
 
     def describe(self) -> str:
         if self.names:
-            return "pod(s) " + ", ".join(self.names)
+            return noun(len(self.names), "pod") + " " + ", ".join(self.names)
         return "all namespaces" if self.namespace is None else f"namespace {self.namespace}"
 
     def event_namespace(self) -> str | None:
@@ -75,7 +76,7 @@ def _other_schedulers(pods: list[PodInfo]) -> str | None:
             names[name] = names.get(name, 0) + 1
     if not names:
         return None
-    which = ", ".join(f"{n} ({c} pod{'s' if c != 1 else ''})" for n, c in sorted(names.items()))
+    which = ", ".join(f"{n} ({plural(c, 'pod')})" for n, c in sorted(names.items()))
     return (f"some pods name another scheduler: {which}; the analysis models kube-scheduler's "
             "default filters and preemption")
 
@@ -99,7 +100,8 @@ def _select(state: ClusterState, scope: Scope, live: bool) -> Selection:
             else:
                 out.untried += 1
         if out.untried:
-            out.notes.append(f"{out.untried} unbound GPU pod(s) have no scheduling attempt recorded yet "
+            out.notes.append(f"{plural(out.untried, 'unbound GPU pod')} {noun(out.untried, 'has', 'have')} no "
+                             "scheduling attempt recorded yet "
                              "(no PodScheduled=False condition, no FailedScheduling event): name one to analyse it")
         return out
     seen: set[str] = set()

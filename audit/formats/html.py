@@ -18,6 +18,7 @@ from gpuguard.audit.model import AuditFinding, AuditResult, Matrix
 from policies import pointer
 from policies.placement import Cell
 from policies.types import Severity
+from policies.wording import plural
 
 LEVEL: dict[Severity, h.Level] = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "info"}
 # Rows per findings table, most severe first: the page stays one a browser and a ticket can hold;
@@ -44,7 +45,7 @@ def _object(f: AuditFinding, result: AuditResult, namespace: bool = True) -> str
     out = f"<strong>{h.escape(name)}</strong>"
     owned = result.pods_through(f.ref)
     if owned:
-        out += f"<small>{owned} owned object{'s' if owned != 1 else ''} (pods, ReplicaSets…) reported with it</small>"
+        out += f"<small>{plural(owned, 'owned object')} (pods, ReplicaSets…) reported with it</small>"
     if f.origin.file is not None:
         where = f"{f.origin.file}:{f.origin.line}" if f.origin.line else f.origin.file
         out += f"<small>{h.escape(where)}</small>"
@@ -92,7 +93,7 @@ def _diff(result: AuditResult) -> str:
     if resolved:
         parts.append("<h3>Resolved by the change</h3>" + _findings_table(resolved, result))
     if unchanged:
-        parts.append(f"<details><summary>{len(unchanged)} finding(s) unchanged by the change</summary>"
+        parts.append(f"<details><summary>{plural(len(unchanged), 'finding')} unchanged by the change</summary>"
                      + _findings_table(unchanged, result) + "</details>")
     return h.section("What the change breaks", "\n".join(parts), anchor="change")
 
@@ -188,14 +189,15 @@ def _matrix(result: AuditResult, matrix: Matrix) -> str:
             "its images on each group's driver. <em>compat mode</em>: it runs only through CUDA minor-version or "
             "forward compatibility.</p>")
     if matrix.omitted:
-        note += (f'<p class="note">{matrix.omitted} more pod template(s) not shown; the findings tables list '
-                 "every problem.</p>")
+        note += (f'<p class="note">{plural(matrix.omitted, "more pod template")} not shown; the findings tables '
+                 "list every problem.</p>")
     return h.section("Node-pool matrix", note + h.table(headers, rows), anchor="matrix")
 
 
 def _notes(result: AuditResult) -> str:
-    items = [f"<li>{h.badge('input error', 'error')} <code>{h.escape(e.file)}"
-             f"{':' + str(e.line) if e.line > 0 else ''}</code> {h.escape(e.message)}</li>" for e in result.errors]
+    items = [f"<li>{h.badge('input error', 'error')} "
+             + (f"<code>{h.escape(where)}</code> " if (where := e.location()) else "")
+             + f"{h.escape(e.message)}</li>" for e in result.errors]
     items += [f"<li>{h.escape(n)}</li>" for n in result.notes]
     if not items:
         return ""
@@ -232,7 +234,8 @@ def render_page(result: AuditResult, now: dt.datetime | None = None) -> str:
         body.append(_matrix(result, result.matrix))
     body.append(_notes(result))
     facts = f"{result.cluster} → {result.cluster_after}" if result.compares else str(result.cluster or "no facts")
-    subtitle = (f"{c.objects} objects judged, {c.gpu_workloads} GPU workloads; cluster facts: {facts}; "
+    subtitle = (f"{plural(c.objects, 'object')} judged, {plural(c.gpu_workloads, 'GPU workload')}; "
+                f"cluster facts: {facts}; "
                 f"generated {when}")
     title = "gpuguard audit: planned change" if result.compares else "gpuguard audit"
     return h.page(title, subtitle, "\n".join(part for part in body if part))

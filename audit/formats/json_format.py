@@ -26,7 +26,7 @@ def finding_dict(f: AuditFinding, result: AuditResult) -> dict[str, Any]:
 def as_dict(result: AuditResult) -> dict[str, Any]:
     return {
         "findings": [finding_dict(f, result) for f in result.findings],
-        "errors": [{"file": e.file, "line": e.line, "message": e.message} for e in result.errors],
+        "errors": [{"file": e.file, "line": e.json_line(), "message": e.message} for e in result.errors],
         "summary": result.summary(),
     }
 
@@ -35,7 +35,7 @@ def render(result: AuditResult, stream: TextIO) -> None:
     """The text of ``json.dump(as_dict(result), indent=2)``, written one finding at a time."""
     rest = json.dumps({
         "findings": [],
-        "errors": [{"file": e.file, "line": e.line, "message": e.message} for e in result.errors],
+        "errors": [{"file": e.file, "line": e.json_line(), "message": e.message} for e in result.errors],
         "summary": result.summary(),
     }, indent=2, default=str)
     head = '{\n  "findings": []'

@@ -56,7 +56,7 @@ def as_dict(result: AuditResult) -> dict[str, Any]:
     notifications = [
         {"level": "error", "message": {"text": e.message},
          "locations": [{"physicalLocation": {"artifactLocation": {"uri": e.file},
-                                             "region": {"startLine": max(e.line, 1)}}}]}
+                                             **({"region": {"startLine": e.line}} if e.has_line else {})}}]}
         for e in result.errors
     ]
     return log(results, notifications, {"summary": result.summary()})

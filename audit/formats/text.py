@@ -42,7 +42,7 @@ def _by_object(findings: Iterable[AuditFinding], result: AuditResult, paint: Pai
         if f.ref.key != current:
             current = f.ref.key
             owned = result.pods_through(f.ref)
-            through = f"; {owned} owned object{'s' if owned != 1 else ''} reported with it" if owned else ""
+            through = f"; {plural(owned, 'owned object')} reported with it" if owned else ""
             lines.append(f"{paint('1', f.ref.qualified())}{_where(f)}{paint('2', through)}")
         lines.extend(_finding(f, result, paint, show_object=False))
     return lines
@@ -79,8 +79,9 @@ def render(result: AuditResult, stream: TextIO, colour: bool | None = None) -> N
     paint = Paint(use_colour(stream) if colour is None else colour)
     lines = _diff(result, paint) if result.compares else _by_object(result.findings, result, paint)
     for e in result.errors:
-        where = f"{e.file}:{e.line}" if e.line > 0 else e.file
-        lines.append(f"{paint('1', where)}: {paint('31', 'input error')}: {e.message}")
+        where = e.location()
+        head = f"{paint('1', where)}: " if where else ""
+        lines.append(f"{head}{paint('31', 'input error')}: {e.message}")
     for note in result.notes:
         lines.append(f"{paint('2', 'note')}: {note}")
     lines.extend(_pools(result))

@@ -29,15 +29,17 @@ from gpuguard.sources.yamlsafe import InputError
 from policies import pointer
 from policies.config import Config
 from policies.cuda.versions import format_driver
-from policies.engine import evaluate, is_gpu_related
+from policies.engine import IGNORE_ANNOTATION, evaluate, is_gpu_related
 from policies.facts import ClusterFacts, NodeGroup
 from policies.images import ImageFacts
 from policies.placement import Cell, Placer, merge_cells
 from policies.podspec import PodTemplate, extract, misshapen_message, misshapen_templates
 from policies.shapes import as_dict
 from policies.types import Severity
+from policies.wording import plural
 
 MAX_MATRIX_ROWS = 300
+MAX_IGNORE_NOTES = 20  # objects whose misspelled gpuguard.io/ignore is named in the notes (the rest counted)
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
@@ -72,6 +74,7 @@ class Judged:
     rows: list[MatrixRow] = field(default_factory=list)
     owner: str | None = None
     errors: list[InputError] = field(default_factory=list)  # where its templates hold no object
+    notes: list[str] = field(default_factory=list)  # gpuguard.io/ignore names that are no rule id
 
 
 def _template_label(pod: PodTemplate) -> str:
@@ -113,7 +116,7 @@ def _column(groups: list[NodeGroup]) -> Column:
         label = f"{rep.pool.origin} {rep.name}"
     else:
         label = rep.gpu_product or rep.labels.get("node.kubernetes.io/instance-type") or "GPU nodes"
-    parts = [f"{size} node{'s' if size != 1 else ''}" if rep.pool is None else "scales up on demand"]
+    parts = [plural(size, "node") if rep.pool is None else "scales up on demand"]
     instance = rep.labels.get("node.kubernetes.io/instance-type")
     if instance and instance != label:
         parts.append(instance)
@@ -168,6 +171,7 @@ class Auditor:
         self._rows_bad: list[MatrixRow] = []
         self._rows_clean: list[MatrixRow] = []
         self._rows_omitted = 0
+        self._ignore_notes = 0
         self._placer: Placer | None = None
         self._before_placer: Placer | None = None
         self._before_groups: list[list[int]] = []  # per column: the groups of today sharing its nodes
@@ -241,6 +245,9 @@ class Auditor:
                            + misshapen_message(ref.kind, place))
                 for place in misshapen_templates(obj, self.config.workload_index)
             ]
+        where = f"{origin.file}:{origin.line}: " if origin.file is not None and origin.line else ""
+        judged.notes = [f"{where}{ref.qualified()}: {message}"
+                        for message in (u.unknown_message() for u in ev.ignore_uses) if message is not None]
         if self.after is None:
             judged.findings = [AuditFinding(f, ref, origin) for f in ev.findings]
             judged.skipped = ev.skipped_rules
@@ -281,6 +288,8 @@ class Auditor:
         self._refs[key] = ref
         counts.objects += 1
         self.result.errors.extend(judged.errors)
+        for note in judged.notes:
+            self._ignore_note(note)
         counts.ignore_annotations += judged.ignored
         self._skipped.update(judged.skipped)
         if judged.gpu:
@@ -327,6 +336,12 @@ class Auditor:
     def error(self, error: InputError) -> None:
         self.result.errors.append(error)
 
+    def _ignore_note(self, text: str) -> None:
+        """A misspelled gpuguard.io/ignore, said for the first MAX_IGNORE_NOTES objects (then counted)."""
+        self._ignore_notes += 1
+        if self._ignore_notes <= MAX_IGNORE_NOTES:
+            self.note(text)
+
     def note(self, text: str) -> None:
         if text not in self.result.notes:
             self.result.notes.append(text)
@@ -353,6 +368,9 @@ class Auditor:
             key=lambda f: (f.ref.namespace, f.ref.kind, f.ref.name, -f.severity, f.finding.rule, f.finding.path),
         )
         result.skipped_rules = sorted(self._skipped)
+        if self._ignore_notes > MAX_IGNORE_NOTES:
+            rest = self._ignore_notes - MAX_IGNORE_NOTES
+            self.note(f"{IGNORE_ANNOTATION} names no rule on {plural(rest, 'more object')}")
         if self._matrix is not None:
             bad = [r for r in self._rows_bad if r.ref.key in kept]
             clean = [r for r in self._rows_clean if r.ref.key in kept]

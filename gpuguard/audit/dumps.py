@@ -28,6 +28,7 @@ from gpuguard.kube.dump import JSON_ERRORS, invalid_json, list_dump, read_dump
 from gpuguard.sources.inputs import collect
 from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, decode
 from gpuguard.sources.yamlstream import ListEnd, Unit, stream
+from policies.wording import plural
 
 MAX_JSON_BYTES = 2 * 1024 * 1024 * 1024
 MAX_YAML_BYTES = MAX_FILE_BYTES
@@ -167,7 +168,7 @@ class DumpReader:
                     self._object(obj, name, origin, f"items[{i}]", None)
             return
         if isinstance(data, list):
-            self.auditor.error(InputError(name, unit.line, f"document is a YAML list of {len(data)} items, not a "
-                                          "Kubernetes object; wrap them in `kind: List` with `items:`"))
+            self.auditor.error(InputError(name, unit.line, f"document is a YAML list of {plural(len(data), 'item')}, "
+                                          "not a Kubernetes object; wrap them in `kind: List` with `items:`"))
             return
         self._object(data, name, origin, "the document", None)

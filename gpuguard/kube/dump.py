@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ import msgspec
 
 from gpuguard.kube.prune import ARRAY, PAGE, decode_item
 from gpuguard.sources.loader import parse_text
-from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, decode
+from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, cannot_read, decode
 from policies.pending.state import ClusterObjects
 from policies.podspec import misshapen_message, misshapen_templates
 
@@ -55,7 +55,7 @@ def read_dump(name: str, path: Path | None, limit: int) -> bytes:
                 raise InputError(name, 0, f"dump is {size / 1048576:.0f} MiB; the limit is {limit // 1048576} MiB")
             data = path.read_bytes()
         except OSError as exc:
-            raise InputError(name, 0, f"cannot read: {exc.strerror or exc}") from None
+            raise cannot_read(name, exc) from None
     if len(data) > limit:
         raise InputError(name, 0, f"dump is larger than the {limit // 1048576} MiB limit")
     return data
@@ -159,9 +159,14 @@ def _load_yaml(data: bytes, name: str, out: ClusterObjects) -> list[InputError]:
     return parsed.errors
 
 
+NO_OBJECTS = ("no Node, Pod, Event or PriorityClass objects found "
+              "(expected `kubectl get nodes,pods,events,priorityclasses -A -o yaml`)")
+
+
 def load_dumps(names: Sequence[str], *, max_bytes: int = MAX_DUMP_BYTES,
-               max_yaml_bytes: int = MAX_YAML_BYTES) -> DumpLoad:
-    """Read every file; errors are collected per file, never raised."""
+               max_yaml_bytes: int = MAX_YAML_BYTES, optional: Collection[str] = ()) -> DumpLoad:
+    """Read every file; errors are collected per file, never raised.  A file in ``optional`` (met
+    in a directory) may hold none of the objects read: it is passed over, unless no file holds any."""
     result = DumpLoad()
     for name in names:
         shown = "<stdin>" if name == STDIN else name
@@ -180,10 +185,13 @@ def load_dumps(names: Sequence[str], *, max_bytes: int = MAX_DUMP_BYTES,
         except InputError as exc:
             result.errors.append(exc)
             continue
-        result.files.append(shown)
         if _count(result.objects) == before and not any(e.file == shown for e in result.errors):
-            result.errors.append(InputError(shown, 1, "no Node, Pod, Event or PriorityClass objects found "
-                                            "(expected `kubectl get nodes,pods,events,priorityclasses -A -o yaml`)"))
+            if name in optional:
+                continue
+            result.errors.append(InputError(shown, 1, NO_OBJECTS))
+        result.files.append(shown)
+    if optional and not result.files and not result.errors:
+        result.errors.append(InputError(sorted(optional)[0], 1, NO_OBJECTS))
     return result
 
 

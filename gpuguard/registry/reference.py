@@ -95,6 +95,44 @@ def split_docker_domain(name: str) -> tuple[str, str]:
     return domain, remote
 
 
+_TAG_ONLY = patterns.compile(r"^" + _TAG + r"$")
+_DIGEST_ONLY = patterns.compile(r"^" + _DIGEST + r"$")
+_PATH_ONLY = patterns.compile(r"^" + _PATH_COMPONENT + r"$")
+_DOMAIN_ONLY = patterns.compile(r"^" + _DOMAIN_AND_PORT + r"$")
+
+
+def _why(text: str) -> str:
+    """What makes ``text`` no reference, by the parts of the grammar (regexp.go): "" when unknown."""
+    if any(c.isspace() for c in text):
+        return ": it contains whitespace (a reference is one word, e.g. nvcr.io/nvidia/pytorch:24.05-py3)"
+    name, at, digest = text.partition("@")
+    if at and not _DIGEST_ONLY.match(digest):
+        return f": the digest after '@' must be ALGORITHM:HEX with at least 32 hex digits, not {digest[:80]!r}"
+    slash, colon = name.rfind("/"), name.rfind(":")
+    if colon == 0 or not name:
+        return ": the name before ':' or '@' is empty"
+    if colon > slash:
+        name, tag = name[:colon], name[colon + 1:]
+        if not tag:
+            return ": the tag after ':' is empty"
+        if not _TAG_ONLY.match(tag):
+            return (": the tag may hold only letters, digits, '_', '.' and '-', must not start with '.' or '-', "
+                    f"and is at most 128 characters ({tag[:40]!r})")
+    parts = name.split("/")
+    first = parts[0]
+    if len(parts) > 1 and ("." in first or ":" in first or first == "localhost" or first.lower() != first):
+        if not _DOMAIN_ONLY.match(first):
+            return f": {first[:80]!r} is not a registry host[:port]"
+        parts = parts[1:]
+    for part in parts:
+        if not part:
+            return ": a path component is empty ('//', or a leading or trailing '/')"
+        if not _PATH_ONLY.match(part):
+            return (f": path component {part[:80]!r} may hold only lowercase letters and digits, separated by "
+                    "'.', '_', '__' or '-'")
+    return ""
+
+
 def parse(text: str) -> ImageRef:
     """``ParseDockerRef``: normalise, default the tag to ``latest``, and let a digest win."""
     if not isinstance(text, str) or not text:
@@ -110,7 +148,8 @@ def parse(text: str) -> ImageRef:
         raise ReferenceError(f"invalid reference format: repository name ({remote}) must be lowercase")
     match = _REFERENCE.match(f"{domain}/{remainder}")
     if not match:
-        raise ReferenceError(f"invalid reference format: {text!r}")
+        shown = text if len(text) <= 120 else text[:119] + "…"
+        raise ReferenceError(f"invalid reference format: {shown!r}{_why(text)}")
     name, tag, digest = match.group(1), match.group(2), match.group(3)
     if len(name) > NAME_TOTAL_LENGTH_MAX:
         raise ReferenceError(f"repository name must not be more than {NAME_TOTAL_LENGTH_MAX} characters")

@@ -4,6 +4,7 @@ with render options, Helm charts and kustomizations too, rendered by their tools
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 from gpuguard.sources.reading import Source, read_source, read_stream
 from gpuguard.sources.render import RenderOptions, Tool, enclosing, render
 from gpuguard.sources.walk import SUFFIXES, walk
-from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, decode
+from gpuguard.sources.yamlsafe import MAX_FILE_BYTES, InputError, cannot_read, decode
 
 __all__ = ["MAX_FILE_BYTES", "STDIN", "STDIN_NAME", "SUFFIXES", "Input", "collect"]
 
@@ -68,10 +69,10 @@ def collect(args: list[str], options: RenderOptions | None = None) -> tuple[list
         try:
             mode = os.stat(path).st_mode
         except (FileNotFoundError, NotADirectoryError):
-            errors.append(InputError(arg, 0, "no such file or directory"))
+            errors.append(cannot_read(arg, os.strerror(errno.ENOENT)))
             continue
         except OSError as exc:
-            errors.append(InputError(arg, 0, f"cannot read: {exc.strerror or exc}"))
+            errors.append(cannot_read(arg, exc))
             continue
         if stat.S_ISDIR(mode):
             rendered: list[tuple[Path, Tool]] | None = [] if options is not None else None

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from gpuguard.sources import yamlsafe
-from gpuguard.sources.yamlsafe import InputError, decode, too_large
+from gpuguard.sources.yamlsafe import InputError, cannot_read, decode, too_large
 
 CHUNK = 1024 * 1024
 SNIFF = 8192  # decode() looks for a NUL byte in this many leading bytes
@@ -101,7 +101,7 @@ def read_source(path: Path, name: str, stamped: bool = False) -> Source:
                 data = read_stream(fh, name)
             after = os.fstat(fh.fileno()) if regular else before
     except OSError as exc:
-        raise InputError(name, 0, f"cannot read: {exc.strerror or exc}") from None
+        raise cannot_read(name, exc) from None
     if regular and (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
         raise InputError(name, 0, "the file changed while it was being read")
     stamp = None

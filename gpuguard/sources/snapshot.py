@@ -13,6 +13,7 @@ the text and the facts, not the text and every object (5,000 nodes: seconds, not
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from importlib import resources
 from pathlib import Path
@@ -24,6 +25,7 @@ from gpuguard.sources.yamlsafe import InputError, read_text
 from gpuguard.sources.yamlstream import ListEnd, stream
 from policies.facts import ClusterFacts, flatten
 from policies.karpenter import NODEPOOL_API_VERSION, is_nodepool
+from policies.wording import did_you_mean, suggest
 
 SAMPLE = "sample"
 _NOT_OBJECTS = "cluster snapshot must hold Kubernetes objects (a List or Node/RuntimeClass documents)"
@@ -33,12 +35,24 @@ def sample_text() -> str:
     return resources.files("gpuguard.sources").joinpath("sample-cluster.yaml").read_text(encoding="utf-8")
 
 
+def _read_snapshot(path: str) -> str:
+    """The snapshot's text; a missing file whose name is a near miss of ``sample`` says so."""
+    try:
+        return read_text(Path(path))
+    except InputError as exc:
+        close = suggest(path, [SAMPLE], cutoff=0.8) if not os.path.lexists(path) else []
+        if not close:
+            raise
+        hint = f"; {did_you_mean(close, aside='the sample cluster gpuguard ships')}"
+        raise InputError(exc.file, exc.line, exc.message + hint) from None
+
+
 def load_cluster_facts(path: str) -> ClusterFacts:
     """Load a snapshot; raise InputError (file, line, message) on anything unusable."""
     if path == SAMPLE:
         text, name = sample_text(), "sample-cluster.yaml (bundled)"
     else:
-        text, name = read_text(Path(path)), path
+        text, name = _read_snapshot(path), path
     seen = [0]
     facts = ClusterFacts.from_objects(_checked(_objects(text, name), name, seen), source=name)
     if not seen[0]:

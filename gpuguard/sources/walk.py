@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 
 from gpuguard.sources.render import Tool, rendered_by
-from gpuguard.sources.yamlsafe import InputError
+from gpuguard.sources.yamlsafe import InputError, cannot_read
 
 SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -34,7 +34,7 @@ def walk(
     try:
         st = os.stat(root)
     except OSError as exc:
-        return [], [InputError(str(root), 0, f"cannot read directory: {exc.strerror or exc}")]
+        return [], [cannot_read(str(root), exc)]
     visited = {(st.st_dev, st.st_ino)}
     pending = [root]
     while pending:
@@ -47,7 +47,7 @@ def walk(
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            errors.append(InputError(str(directory), 0, f"cannot read directory: {exc.strerror or exc}"))
+            errors.append(cannot_read(str(directory), exc))
             continue
         subdirs: list[Path] = []
         for entry in entries:
@@ -62,7 +62,7 @@ def walk(
                 try:
                     target = os.stat(path)
                 except OSError as exc:
-                    errors.append(InputError(str(path), 0, f"cannot read directory: {exc.strerror or exc}"))
+                    errors.append(cannot_read(str(path), exc))
                     continue
                 if (target.st_dev, target.st_ino) not in visited:
                     visited.add((target.st_dev, target.st_ino))
@@ -74,7 +74,7 @@ def walk(
                 mode = os.stat(path).st_mode
             except OSError as exc:
                 link = " (a broken symbolic link)" if entry.is_symlink() else ""
-                errors.append(InputError(str(path), 0, f"cannot read: {exc.strerror or exc}{link}"))
+                errors.append(cannot_read(str(path), f"{exc.strerror or exc}{link}"))
                 continue
             if stat.S_ISREG(mode):
                 found.append(path)

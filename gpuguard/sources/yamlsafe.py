@@ -19,19 +19,55 @@ from gpuguard.sources.yamlpos import MapPos, Positions, SeqPos, pack
 
 
 class InputError(Exception):
-    """An input that could not be read or parsed; carries file, line (and column, when known)."""
+    """An input that could not be read or parsed; carries file, line (and column, when known).
+
+    ``line`` 0 means the error has no line (a file that cannot be read, a chart that fails to
+    render): reports then name the file alone (JSON ``"line": null``, SARIF and GitHub annotations
+    without a line), or nothing but the message when the message names the file itself
+    ("cannot read FILE: No such file or directory").
+    """
 
     def __init__(self, file: str, line: int, message: str, column: int | None = None) -> None:
         self.file = file
         self.line = line
         self.column = column
         self.message = message
-        super().__init__(f"{self.where}: {message}")
+        super().__init__(self.text())
 
     @property
     def where(self) -> str:
-        """``file:line``, or ``file:line:column``."""
+        """``file:line``, ``file:line:column``, or ``file`` when there is no line."""
+        if self.line <= 0:
+            return self.file
         return f"{self.file}:{self.line}" if self.column is None else f"{self.file}:{self.line}:{self.column}"
+
+    @property
+    def has_line(self) -> bool:
+        return self.line > 0
+
+    def json_line(self) -> int | None:
+        """The line for JSON reports: None when there is none."""
+        return self.line if self.line > 0 else None
+
+    def location(self) -> str | None:
+        """``FILE:LINE[:COLUMN]``, ``FILE`` (no line), or None when there is no line and the message
+        names the file."""
+        if self.line > 0:
+            return self.where
+        if self.file and self.file in self.message:
+            return None
+        return self.file
+
+    def text(self) -> str:
+        """The error on one line: ``FILE:LINE: MESSAGE``, ``FILE: MESSAGE``, or the message alone."""
+        where = self.location()
+        return f"{where}: {self.message}" if where else self.message
+
+
+def cannot_read(name: str, exc: OSError | str) -> InputError:
+    """``cannot read NAME: No such file or directory`` (the system's words), with no line."""
+    reason = exc if isinstance(exc, str) else (exc.strerror or str(exc))
+    return InputError(name, 0, f"cannot read {name}: {reason}")
 
 
 def load_all_plain(text: str, file: str) -> Iterator[Any]:

@@ -13,6 +13,7 @@ from typing import TextIO
 from linter.artifacts import Placer
 from linter.report import Report
 from policies.types import Severity
+from policies.wording import plural
 
 COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -49,10 +50,11 @@ def render(report: Report, stream: TextIO) -> None:
     for e in report.all_errors:
         place = placer.place(e.file, e.line, None)
         message = f"{e.message} ({place.note()})" if place.rendered else e.message
-        line = max(place.line, 1)
+        line = place.line if place.line > 0 else None  # an annotation of the whole file
         stream.write(command("error", message, file=place.file, line=line, title="gpuguard input error") + "\n")
     note = report.skipped_note()
     if note:
         stream.write(command("notice", note, title="gpuguard") + "\n")
     counts = report.counts()
-    stream.write(f"gpuguard: {counts['error']} errors, {counts['warning']} warnings, {counts['info']} info\n")
+    stream.write(f"gpuguard: {plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
+                 f"{plural(counts['info'], 'info')}\n")

@@ -11,7 +11,7 @@ from linter.report import Report
 def as_dict(report: Report) -> dict[str, Any]:
     return {
         "findings": [f.to_dict() for f in report.findings],
-        "errors": [{"file": e.file, "line": e.line, "message": e.message} for e in report.all_errors],
+        "errors": [{"file": e.file, "line": e.json_line(), "message": e.message} for e in report.all_errors],
         "summary": report.summary(),
     }
 
@@ -21,7 +21,7 @@ def render(report: Report, stream: TextIO) -> None:
     that a run with a hundred thousand findings does not build them all as dicts first."""
     rest = json.dumps({
         "findings": [],
-        "errors": [{"file": e.file, "line": e.line, "message": e.message} for e in report.all_errors],
+        "errors": [{"file": e.file, "line": e.json_line(), "message": e.message} for e in report.all_errors],
         "summary": report.summary(),
     }, indent=2, default=str)
     head = '{\n  "findings": []'

@@ -35,10 +35,15 @@ def artifact_uri(file: str) -> str:
 
 
 def _location(place: Place) -> dict[str, Any]:
-    region: dict[str, Any] = {"startLine": max(place.line, 1)}
-    if place.column is not None:
-        region["startColumn"] = place.column
-    return {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(place.file)}, "region": region}}
+    """The physical location; without a line (a file that cannot be read) the artifact alone,
+    which SARIF allows (``region`` is not required in the sarif-2.1.0 schema's physicalLocation)."""
+    physical: dict[str, Any] = {"artifactLocation": {"uri": artifact_uri(place.file)}}
+    if place.line > 0:
+        region: dict[str, Any] = {"startLine": place.line}
+        if place.column is not None:
+            region["startColumn"] = place.column
+        physical["region"] = region
+    return {"physicalLocation": physical}
 
 
 def _helm(place: Place) -> dict[str, Any]:

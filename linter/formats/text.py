@@ -48,9 +48,13 @@ def render(report: Report, stream: TextIO, colour: bool | None = None) -> None:
                 stream.write(line + "\n")
     for e in report.all_errors:
         place = placer.place(e.file, e.line, None)
-        where = f"{place.file}:{place.line}" if place.line > 0 else place.file
+        if place.line > 0:
+            where: str | None = f"{place.file}:{place.line}"
+        else:  # no line: the file, unless the message names it ("cannot read FILE: …")
+            where = None if place.file in e.message else place.file
+        head = f"{paint('1', where)}: " if where else ""
         rendered = f" ({place.note()})" if place.rendered else ""
-        stream.write(f"{paint('1', where)}: {paint('31', 'input error')}: {e.message}{rendered}\n")
+        stream.write(f"{head}{paint('31', 'input error')}: {e.message}{rendered}\n")
     for note_text in report.notes:
         stream.write(f"{paint('2', 'note')}: {note_text}\n")
     for cluster_note in report.cluster_notes():

@@ -50,6 +50,7 @@ from policies.dra.objects import (
     Toleration,
 )
 from policies.facts import NodeFacts
+from policies.wording import plural
 
 MAX_SEARCH_DEPTH = 400  # recursion frames the exact search may use
 
@@ -99,7 +100,7 @@ class RequestDiagnosis:
     errors: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        need = "all matching devices" if self.needed is None else f"{self.needed} device(s)"
+        need = "all matching devices" if self.needed is None else plural(self.needed, "device")
         parts = [f"{self.reachable} reachable", f"{self.class_matched} match class {self.device_class}"]
         parts.append(f"{self.selected} also match the request's selectors")
         if self.unknown:

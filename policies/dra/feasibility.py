@@ -23,6 +23,7 @@ from policies.dra.cel import compile_selector
 from policies.dra.inventory import Inventory
 from policies.dra.objects import ExactRequest
 from policies.facts import NodeFacts
+from policies.wording import noun, plural
 
 NODE_LIMIT = 2000  # nodes with devices searched for one question
 KEPT_OUTCOMES = 64  # failing verdicts kept for the explanation
@@ -132,7 +133,7 @@ def _untolerated(
 
 
 def _need(diagnosis: RequestDiagnosis) -> str:
-    return "all matching devices" if diagnosis.needed is None else f"{diagnosis.needed} device(s)"
+    return "all matching devices" if diagnosis.needed is None else plural(diagnosis.needed, "device")
 
 
 def _enough(diagnosis: RequestDiagnosis, value: int) -> bool:
@@ -147,7 +148,7 @@ def explain(
     runtime = [(node, e) for node, e in errors if "CEL runtime error" in e]
     if runtime and "CEL runtime error" not in found.text:
         node, error = runtime[0]
-        more = f" (and on {len(runtime) - 1} more node(s))" if len(runtime) > 1 else ""
+        more = f" (and on {plural(len(runtime) - 1, 'more node')})" if len(runtime) > 1 else ""
         text = f"{found.text}; on node {node.name}{more} the allocator stops with an error: {error}"
         return Explanation(text, found.claim_key, found.pointer, found.notes)
     return found
@@ -160,7 +161,8 @@ def _explain(
     nodes = result.examined
     if not failures:
         if result.without_devices:
-            return Explanation(f"none of the {result.without_devices} node(s) reaches any DRA device")
+            return Explanation(f"none of the {plural(result.without_devices, 'node')} reaches any DRA device"
+                               if result.without_devices > 1 else "the node reaches no DRA device")
         return Explanation("no node is left to allocate the devices on")
     errors = [v.error for _, v in failures if v.error]
     if len(errors) == len(failures):
@@ -169,7 +171,7 @@ def _explain(
     for _, verdict in failures:
         for d in verdict.requests:
             by_request.setdefault((d.claim, d.request), []).append(d)
-    where = f"on the {nodes} node(s) with DRA devices"
+    where = f"on the {plural(nodes, 'node')} with DRA devices" if nodes != 1 else "on the node with DRA devices"
     for claim in claims:
         for request in claim.spec.requests:
             if not request.alternatives or any(
@@ -207,13 +209,15 @@ def _explain(
                     expression = " ".join(alt.selectors[culprit[0]].expression.split())
                     shown = expression if len(expression) <= 160 else expression[:159] + "…"
                     return Explanation(
-                        f"{head}: {where}, {matched} device(s) match class {alt.device_class_name}, and selector "
+                        f"{head}: {where}, {plural(matched, 'device')} {noun(matched, 'matches', 'match')} class "
+                        f"{alt.device_class_name}, and selector "
                         f"#{culprit[0]} ({shown}) matches none of them",
                         claim.key,
                         culprit[1],
                     )
                 return Explanation(
-                    f"{head}: {where}, {matched} device(s) match class {alt.device_class_name}, but none matches "
+                    f"{head}: {where}, {plural(matched, 'device')} {noun(matched, 'matches', 'match')} class "
+                    f"{alt.device_class_name}, but none matches "
                     "all the request's selectors together",
                     claim.key,
                     alt.pointer + "/selectors",
@@ -221,7 +225,8 @@ def _explain(
             best_free = max(d.free for d in rows)
             if not any(_enough(d, d.free) for d in rows):
                 return Explanation(
-                    f"{head}: {where}, {selected} device(s) match its class and selectors, but at most {best_free} "
+                    f"{head}: {where}, {plural(selected, 'device')} {noun(selected, 'matches', 'match')} its class and "
+                    f"selectors, but at most {best_free} "
                     "on one node are not allocated to other claims",
                     claim.key,
                     alt.pointer,

@@ -28,6 +28,7 @@ from policies.pending.objects import PodInfo
 from policies.pending.preemption import PreemptionAnalyser, PreemptionReport, holders_in_the_way
 from policies.pending.schedmsg import explain
 from policies.pending.state import ClusterState
+from policies.wording import noun, plural
 
 GATED = "gated"
 STATIC = "static"
@@ -154,9 +155,9 @@ def _health_reasons(report: FitReport, issues_of: Mapping[str, list[health.Healt
         if not issues:
             continue
         gpus = sum(i.gpus for i in issues)
-        head = (f"{gpus} GPU(s) on {len({i.node for i in issues})} node(s) out of service"
-                if kind == UNHEALTHY else f"device plugin down on {len({i.node for i in issues})} node(s), "
-                f"{gpus} GPU(s) not advertised")
+        nodes = plural(len({i.node for i in issues}), "node")
+        head = (f"{plural(gpus, 'GPU')} on {nodes} out of service"
+                if kind == UNHEALTHY else f"device plugin down on {nodes}, {plural(gpus, 'GPU')} not advertised")
         detail = "; ".join(f"{i.node}: {i.message}" for i in issues[:LIST_LIMIT])
         out.append(Reason(kind, f"{head}: {detail}", _names(dict.fromkeys(i.node for i in issues))))
     return out
@@ -207,11 +208,12 @@ def _idle_reason(state: ClusterState, report: FitReport, use: Mapping[tuple[str,
     for h, u in idle[:LIST_LIMIT]:
         owner = f", owner {h.pod.owner}" if h.pod.owner else ""
         since = f", started {h.pod.started or h.pod.created}" if (h.pod.started or h.pod.created) else ""
-        parts.append(f"{h.pod.key} holds {h.gpus} GPU(s) on {h.node} at max {u.max_percent:g}% "
+        parts.append(f"{h.pod.key} holds {plural(h.gpus, 'GPU')} on {h.node} at max {u.max_percent:g}% "
                      f"(priority {h.pod.priority}{owner}{since})")
     total = sum(h.gpus for h, _ in idle)
     return Reason(IDLE_HOLDERS,
-                  f"{total} GPU(s) the pod could use are held by pods whose utilization stayed below "
+                  f"{plural(total, 'GPU')} the pod could use {noun(total, 'is', 'are')} held by pods whose "
+                  "utilization stayed below "
                   f"{threshold:g}%: " + "; ".join(parts),
                   _names(dict.fromkeys(h.node for h, _ in idle)), _names(h.pod.key for h, _ in idle))
 
@@ -227,7 +229,7 @@ def _preemption_reason(report: PreemptionReport) -> Reason | None:
     return Reason(PREEMPTIBLE,
                   f"{report.note}; best node {best.node}: evicting "
                   + ", ".join(f"{v.key} (priority {v.priority})" for v in best.victims)
-                  + f" frees {best.gpus_freed} GPU(s)",
+                  + f" frees {plural(best.gpus_freed, 'GPU')}",
                   _names(c.node for c in report.candidates), _names(v.key for v in best.victims))
 
 

@@ -35,6 +35,7 @@ from policies.pending.objects import CORE_RESOURCES, PodInfo
 from policies.pending.state import ClusterState
 from policies.quantity import format_quantity
 from policies.scheduling import NodeConstraints, constraints_for
+from policies.wording import noun, plural
 
 FITS = "fits"
 FRAGMENTED = "fragmented"
@@ -161,11 +162,13 @@ class FitReport:
                     f"whether the pod fits (the pod asks {want})")
         if self.verdict == FITS:
             n = sum(1 for x in self.open_nodes if x.fits)
-            return f"{n} node(s) have room for {want} now; the scheduler has not placed the pod yet"
+            return (f"{plural(n, 'node')} {noun(n, 'has', 'have')} room for {want} now; the scheduler has not "
+                    "placed the pod yet")
         parts = []
         for r in self.resources:
             parts.append(
-                f"{r.resource}: {r.total_free} free on the {self.eligible_count} node(s) that fit the pod otherwise, "
+                f"{r.resource}: {r.total_free} free on the {plural(self.eligible_count, 'node')} that "
+                f"{noun(self.eligible_count, 'fits', 'fit')} the pod otherwise, "
                 f"at most {r.max_free} on one; the pod needs {r.want} on one node"
             )
             if r.free_elsewhere:

@@ -27,6 +27,7 @@ from policies.pending.allocation import NodeAllocation
 from policies.pending.fit import FitReport, NodeFit
 from policies.pending.objects import PREEMPT_NEVER, PodInfo
 from policies.pending.state import ClusterState
+from policies.wording import plural
 
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
@@ -146,7 +147,7 @@ def analyse_preemption(state: ClusterState, fit: FitReport, limit: int = 5) -> P
             break
     candidates.sort(key=lambda c: c.rank)
     if candidates:
-        note = f"evicting lower-priority pods on {len(candidates)} node(s) would make room; {PDB_NOTE}"
+        note = f"evicting lower-priority pods on {plural(len(candidates), 'node')} would make room; {PDB_NOTE}"
     elif not any_potential:
         note = "preemption cannot help: every GPU node is excluded by taints, node affinity or cordon"
     else:

@@ -191,9 +191,14 @@ for _reason, _plain in (
     ("excluded by device class node filter", "the DeviceClass excludes the node"),
 ):
     _exact(_reason, "DynamicResources", DRA, False, _plain)
-# DefaultPreemption's own per-node reasons in its nested FitError [K-pre][K-dp]
+# DefaultPreemption's own per-node reasons in its nested FitError [K-pre][K-dp].  "Preemption is not
+# helpful for scheduling" is the status nodesWherePreemptionMightHelp (preemption.go [K-pre]) gives a
+# node whose Filter status was UnschedulableAndUnresolvable: it failed for a reason that removing pods
+# cannot fix (taint, node selector or affinity, cordon, …), so preemption never tried it.  It is not
+# a count of pods: the nested list counts nodes like the outer one.
 _exact("Preemption is not helpful for scheduling", "DefaultPreemption", PREEMPTION, None,
-       "evicting pods would not help on the node (it was rejected for a reason preemption cannot fix)")
+       "not tried, as evicting pods cannot fix what rejected the node (a taint, the node selector or "
+       "affinity, cordon…)")
 _exact("No preemption victims found for incoming pod", "DefaultPreemption", PREEMPTION, None,
        "the node has no lower-priority pods whose eviction would make room")
 
@@ -367,7 +372,9 @@ def _preemption(body: str, truncated: bool) -> PostFilter:
 def _preemption_plain(nested: SchedulerMessage) -> str:
     if nested.prefilter is not None:
         return f"preemption found no candidate: {nested.prefilter}"
-    parts = [f"{r.count} {r.info.plain}" if r.info.known else f"{r.count} {r.reason}" for r in nested.reasons]
+    # The nested FitError counts nodes, as the outer one does: "7 of 10 nodes: …", never "7 <words>".
+    parts = [f"{r.count} of {nested.nodes} nodes: {r.info.plain if r.info.known else r.reason}"
+             for r in nested.reasons]
     return "preemption found no node where evicting lower-priority pods helps: " + "; ".join(parts)
 
 

@@ -69,7 +69,7 @@ Options: ``imageRules`` — ``[{pattern: "<regex>", cudaVersion: "12.4"}]`` for 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +91,7 @@ from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import runnable_containers
 from policies.scheduling import GroupVerdict, term_matches
 from policies.types import RelOp, Severity, Violation
+from policies.wording import sentence
 
 ID = "gpu-cuda-driver-mismatch"
 DEFAULT_SEVERITY = Severity.ERROR
@@ -232,6 +233,11 @@ def _notes(a: Assessment) -> list[str]:
     return list(dict.fromkeys(n for need in a.needs.values() for n in need.notes))
 
 
+def _noted(notes: Sequence[str]) -> str:
+    """The notes as one sentence after the verdict ("" without notes)."""
+    return f"Note: {'; '.join(notes)}." if notes else ""
+
+
 def _message(a: Assessment) -> str:
     tail = a.texts.tail if a.texts is not None else None
     if tail is None:
@@ -265,9 +271,7 @@ def _message_tail(a: Assessment) -> str:
             if any(m.compat_only for m in by_mode)
             else "it runs on every candidate node"
         )
-    notes = _notes(a)
-    noted = f" Note: {'; '.join(notes)}." if notes else ""
-    return f"{_needs_text(a)}, {verdict} — " + " | ".join(parts) + noted
+    return sentence(f"{_needs_text(a)}, {verdict} — " + " | ".join(parts), _noted(_notes(a)))
 
 
 def _remediation(a: Assessment, fixed: bool) -> str:
@@ -442,13 +446,12 @@ def _dra_message(a: DraAssessment, severity: Severity) -> str:
         Severity.INFO: "it runs natively on some DRA GPUs it can get, only in a compatibility mode on others",
     }[severity]
     sources = ", ".join(s.what for s in a.sources)
-    notes = list(a.need.notes)
-    noted = f" Note: {'; '.join(notes)}." if notes else ""
     source = a.req.source
-    return (
+    return sentence(
         f"container {a.container.name!r}: image {a.image} needs CUDA {a.req.cuda_text} (from {source}; "
         f"native driver {a.req.describe_native()}), {verdict} (devices of {sources}, by their driverVersion and "
-        f"cudaDriverVersion attributes) — " + " | ".join(parts) + noted
+        f"cudaDriverVersion attributes) — " + " | ".join(parts),
+        _noted(a.need.notes),
     )
 
 

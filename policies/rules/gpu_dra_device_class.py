@@ -39,7 +39,6 @@ Passing (demo/specs/quickstart/v1/gpu-test1.yaml)::
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
 from policies.applicability import Applies, has_dra_claims
@@ -47,6 +46,7 @@ from policies.dra.facts import DraView
 from policies.dra.subjects import Subject, alternatives, object_subject, unallocated_pod_subjects
 from policies.rule import NeedsFacts, ObjectContext, Option, RuleContext
 from policies.types import Severity, Violation
+from policies.wording import did_you_mean, suggest
 
 ID = "gpu-dra-device-class"
 DEFAULT_SEVERITY = Severity.ERROR
@@ -74,8 +74,8 @@ def _judge(subject: Subject, view: DraView) -> Iterator[Violation]:
         name = alt.device_class_name
         if not name or view.device_class(name) is not None:
             continue
-        close = difflib.get_close_matches(name, view.class_names(), n=1, cutoff=0.75)
-        hint = f"; did you mean {close[0]}?" if close else ""
+        close = suggest(name, view.class_names(), cutoff=0.75)
+        hint = f"; {did_you_mean(close)}" if close else ""
         yield Violation(
             subject.say(
                 f"request {alt.qualified_name}: device class {name} does not exist ({_known(view)}{hint}); "

@@ -48,6 +48,7 @@ from policies.facts import ClusterFacts, NodeFacts
 from policies.rule import NeedsFacts, ObjectContext, Option, RuleContext
 from policies.scheduling import constraints_for, request_sites
 from policies.types import RelPath, Severity, Violation
+from policies.wording import noun
 
 ID = "gpu-dra-mixed-allocation"
 DEFAULT_SEVERITY = Severity.WARNING
@@ -93,7 +94,8 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
         what = next(w for r, w in hit[0].dra_conflicts if r == resource)
         reported.add(resource)
         yield Violation(
-            f"the pod asks for {resource}, and node(s) {_names(hit)} it may land on advertise {resource} through the "
+            f"the pod asks for {resource}, and {noun(len(hit), 'node')} {_names(hit)} it may land on "
+            f"{noun(len(hit), 'advertises', 'advertise')} {resource} through the "
             f"device plugin while {what} serves the same GPUs through DRA: both hand out every GPU, so the pod "
             "may get a GPU another pod already has",
             sites[0][1],
@@ -126,7 +128,8 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     resource, what = hit[0].dra_conflicts[0]
     at: RelPath = hits[0][1].path
     yield Violation(
-        f"pod claim {hits[0][1].name!r} may get its devices on node(s) {_names(hit)}, which also advertise {resource} "
+        f"pod claim {hits[0][1].name!r} may get its devices on {noun(len(hit), 'node')} {_names(hit)}, which also "
+        f"{noun(len(hit), 'advertises', 'advertise')} {resource} "
         f"through the device plugin while {what} publishes the same GPUs: a GPU the claim gets may be in use by a "
         "device-plugin pod",
         at,
@@ -149,7 +152,8 @@ def _class_conflicts(facts: ClusterFacts, view: DraView, obj: dict[str, object])
             hit.append(node)
     if hit:
         yield Violation(
-            f"node(s) {_names(hit)} advertise {resource} through the device plugin and reach devices of DeviceClass "
+            f"{noun(len(hit), 'node')} {_names(hit)} {noun(len(hit), 'advertises', 'advertise')} {resource} "
+            f"through the device plugin and {noun(len(hit), 'reaches', 'reach')} devices of DeviceClass "
             f"{device_class.name}: a node must not serve one extended resource both ways (KEP-5004); the device "
             "plugin serves it there, and the same GPUs can also be allocated through claims of this class",
             ("spec", "extendedResourceName"),

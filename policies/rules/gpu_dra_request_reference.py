@@ -36,7 +36,6 @@ Passing (the demo as published)::
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
 from policies.applicability import Applies, has_dra_claims
@@ -46,6 +45,7 @@ from policies.dra.podclaims import claim_uses, object_namespace, pod_claims
 from policies.dra.subjects import object_subject
 from policies.rule import NeedsFacts, ObjectContext, Option, RuleContext
 from policies.types import Severity, Violation
+from policies.wording import did_you_mean, suggest
 
 ID = "gpu-dra-request-reference"
 DEFAULT_SEVERITY = Severity.ERROR
@@ -85,8 +85,8 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
         if spec.request(use.request) is not None:
             continue
         names = [r.name for r in spec.requests]
-        close = difflib.get_close_matches(use.request, names, n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        close = suggest(use.request, names)
+        hint = f"; {did_you_mean(close, quote=True)}" if close else ""
         listed = ", ".join(names) if names else "none"
         yield Violation(
             f"{who}: resources.claims[{use.index}] asks for request {use.request!r} of pod claim {use.claim!r}, "

@@ -48,7 +48,6 @@ Passing (NVIDIA test/e2e/framework/specs/driver-version.yaml.tmpl, with the vers
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Iterator
 
 from policies import pointer
@@ -70,6 +69,7 @@ from policies.dra.slices import parse_device_class
 from policies.dra.subjects import Subject, alternatives, object_subject, unallocated_pod_subjects
 from policies.rule import NeedsFacts, ObjectContext, Option, RuleContext
 from policies.types import RelPath, Severity, Violation
+from policies.wording import did_you_mean, suggest
 
 ID = "gpu-dra-selector"
 DEFAULT_SEVERITY = Severity.ERROR
@@ -117,7 +117,7 @@ def _close(name: str, known: Iterable[str]) -> str | None:
     """A published name in the same domain that looks like a typo of ``name``."""
     domain, _, ident = name.rpartition("/")
     same = {k.rpartition("/")[2]: k for k in known if k.rpartition("/")[0] == domain}
-    close = difflib.get_close_matches(ident, sorted(same), n=1, cutoff=0.75)
+    close = suggest(ident, same, cutoff=0.75)
     return same[close[0]] if close else None
 
 
@@ -138,7 +138,7 @@ def _missing(ref: AttributeRef, name: str, pub: Published, where: str, elsewhere
         if others:
             text += f" (devices of {', '.join(others)} do: is that the class meant?)"
         elif close:
-            text += f" (did you mean {close}?)"
+            text += f" ({did_you_mean([close])})"
     if ref.presence_test:
         text += "; the has()/in test is always false, so the selector never matches"
     else:

@@ -69,6 +69,7 @@ from policies.rule import NeedsFacts, ObjectContext, Option, RuleContext
 from policies.rulekit import runnable_containers
 from policies.scheduling import constraints_for
 from policies.types import RelPath, Severity, Violation
+from policies.wording import noun
 
 ID = "gpu-dra-unsatisfiable"
 DEFAULT_SEVERITY = Severity.ERROR
@@ -231,7 +232,8 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
             names = ", ".join(repr(p.name) for p in pinned)
             reasons = _placement_reasons(ctx, holding[0]) or ["it is not one the pod can use"]
             yield Violation(
-                f"pod claim(s) {names} are already allocated on node {holding[0].name}, where the pod must run to "
+                f"pod {noun(len(pinned), 'claim')} {names} {noun(len(pinned), 'is', 'are')} already allocated on node "
+                f"{holding[0].name}, where the pod must run to "
                 f"share them, but it cannot land there ({'; '.join(reasons)}); the pod stays Pending",
                 pinned[0].path,
             )

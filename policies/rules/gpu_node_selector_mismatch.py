@@ -41,6 +41,7 @@ from policies.scheduling import (
 )
 from policies.shapes import as_list, text
 from policies.types import RelPath, Severity, Violation
+from policies.wording import plural
 
 ID = "gpu-node-selector-mismatch"
 DEFAULT_SEVERITY = Severity.ERROR
@@ -101,7 +102,7 @@ def _carried(offering: list[GroupVerdict], key: str) -> str:
             label = f"no {text(key)} label" if value is None else f"{text(key)}={text(value)}"
         parts.append(f"{label} on {', '.join(where[:3])}{' and more' if len(where) > 3 else ''}")
     if len(by_value) > _MAX_VALUES:
-        parts.append(f"{len(by_value) - _MAX_VALUES} more values")
+        parts.append(plural(len(by_value) - _MAX_VALUES, "more value"))
     return "; ".join(parts)
 
 

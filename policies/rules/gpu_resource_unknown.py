@@ -32,7 +32,6 @@ Passing::
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Iterator
 
 from policies.applicability import Applies
@@ -40,6 +39,7 @@ from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import with_diagnosis
 from policies.scheduling import Diagnosis, GroupVerdict, UnknownResource, request_sites
 from policies.types import Severity, Violation
+from policies.wording import did_you_mean, suggest
 
 ID = "gpu-resource-unknown"
 DEFAULT_SEVERITY = Severity.ERROR
@@ -63,12 +63,9 @@ def _closest(name: str, candidates: Iterable[str]) -> list[str]:
     """The advertised names nearest to ``name``: those about as close as the best match."""
     vendor = name.partition("/")[0]
     pool = sorted(c for c in set(candidates) if c.partition("/")[0] == vendor)  # never suggest another vendor
-    scored = sorted(
-        ((difflib.SequenceMatcher(None, name, c).ratio(), c) for c in pool), key=lambda sc: (-sc[0], sc[1])
-    )
-    if scored and scored[0][0] >= 0.6:
-        best = scored[0][0]
-        return [c for ratio, c in scored[:3] if ratio >= best - 0.05]
+    close = suggest(name, pool, limit=3, spread=0.05)
+    if close:
+        return close
     return pool if len(pool) <= 4 else []
 
 
@@ -117,7 +114,7 @@ def _message(container: str, unknown: UnknownResource, diagnosis: Diagnosis, ctx
         ask = f"request {' or '.join(suggestions)}, or " if suggestions else ""
         return text + f": {ask}select nodes that offer {name} ({_describe(offering)})"
     if suggestions:
-        return text + f": did you mean {' or '.join(suggestions)}?"
+        return text + f": {did_you_mean(suggestions)}"
     if not available:
         return text + ": no node advertises any GPU resource"
     listed = sorted(available)

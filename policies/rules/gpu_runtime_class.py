@@ -25,12 +25,12 @@ default) disables that check.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
 from policies.applicability import Applies
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.types import RelOp, Severity, Violation
+from policies.wording import did_you_mean, suggest
 
 ID = "gpu-runtime-class"
 DEFAULT_SEVERITY = Severity.WARNING
@@ -56,10 +56,10 @@ MISSING_REMEDIATION = "Use a RuntimeClass the cluster has, or create the named o
 def _missing_message(name: str, known: list[str]) -> str:
     text = f"runtimeClassName {name!r} names a RuntimeClass the cluster does not have"
     if known:
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        close = suggest(name, known)
         text += f" (it has {', '.join(known)})"
         if close:
-            text += f"; did you mean {close[0]!r}?"
+            text += f"; {did_you_mean(close, quote=True)}"
     else:
         text += (
             " (the cluster facts list no RuntimeClass at all; a snapshot should be taken with "

@@ -55,6 +55,7 @@ from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import with_diagnosis
 from policies.scheduling import Diagnosis, GroupVerdict
 from policies.types import RelOp, RelPath, Severity, Violation
+from policies.wording import noun
 
 ID = "gpu-taint-not-tolerated"
 DEFAULT_SEVERITY = Severity.ERROR
@@ -126,7 +127,7 @@ def check(ctx: RuleContext, diagnosis: Diagnosis) -> Iterator[Violation]:
         reserved = sorted({str(taint) for taint in target.untolerated if taint.key not in requested})
         yield Violation(
             message=(
-                f"{message}; {', '.join(reserved)} reserve{'s' if len(reserved) == 1 else ''} the pool for chosen "
+                f"{message}; {', '.join(reserved)} {noun(len(reserved), 'reserves', 'reserve')} the pool for chosen "
                 f"workloads, so no toleration is added automatically: if the pod belongs there, add "
                 f"{', '.join(_yaml_flow(t) for t in _tolerations(target, requested))}"
                 + (f" to reach {target.describe()}" if len(scope) > 1 else "")

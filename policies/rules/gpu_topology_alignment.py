@@ -66,6 +66,7 @@ from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import gpu_devices, runnable_containers
 from policies.shapes import as_dict, text
 from policies.types import RelPath, Severity, Violation
+from policies.wording import plural
 
 ID = "gpu-topology-alignment"
 DEFAULT_SEVERITY = Severity.WARNING
@@ -187,7 +188,8 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
                 message=(
                     f"container {c.name!r} needs {whole} GPUs but a NUMA node has {per_numa}; under the "
                     f"single-numa-node topology policy the kubelet rejects the pod with TopologyAffinityError: "
-                    f"request at most {per_numa} GPUs per container (split the work across pods or containers)"
+                    f"request at most {plural(per_numa, 'GPU')} per container (split the work across pods or "
+                    "containers)"
                 ),
                 path=_gpu_key_path(c, sorted(gpus, key=lambda n: -gpus[n])),
                 severity=Severity.ERROR,

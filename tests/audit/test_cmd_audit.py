@@ -70,7 +70,7 @@ def test_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         ([], "nothing to audit"),
         ([WORKLOADS, "--kubeconfig", "k"], "not both"),
         ([WORKLOADS, "--cluster-after", AFTER], "--cluster-after needs the current facts too"),
-        ([WORKLOADS, "--cluster", "absent.yaml"], "absent.yaml:0: cannot read"),
+        ([WORKLOADS, "--cluster", "absent.yaml"], "gpuguard audit: cannot read absent.yaml: No such file or directory"),
         ([WORKLOADS, "--prometheus", "localhost:9090"], "--prometheus must be an http(s) URL"),
         ([WORKLOADS, "--prometheus", "http://p", "--idle-window", "an hour"], "--idle-window"),
     ],
@@ -221,3 +221,39 @@ def test_prometheus_adds_idle_gpus_to_the_pool_summary(cluster: tuple[FakeApiSer
     code, doc = live_json(["--kubeconfig", str(kubeconfig), "--prometheus", unreachable], capsys)
     assert code == 1 and all("idle" not in p for p in doc["summary"]["pools"])
     assert any("GPU utilization unavailable (unreachable)" in n for n in doc["summary"]["notes"])
+
+
+def test_a_misspelled_ignore_id_and_a_cuda_note_as_audit_says_them(tmp_path: Path) -> None:
+    from tests.support.proc import gpuguard as in_a_process
+
+    dump = tmp_path / "pods.yaml"
+    dump.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [{
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ml", "uid": "u-1",
+                     "annotations": {"gpuguard.io/ignore": "gpu-limit-missin, gpu-taint-not-tolerated"}},
+        "spec": {"containers": [{"name": "c", "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                                 "resources": {"requests": {"nvidia.com/gpu": 1}}}]},
+    }]}))
+    message = "gpuguard.io/ignore names no rule: gpu-limit-missin (did you mean gpu-limit-missing?)"
+    done = in_a_process("audit", str(dump), "--cluster", "sample")
+    assert f"note: {dump}:3: ml/Pod/p: {message}\n" in done.stdout
+    assert "driver 470.256.02. Note: NGC framework images" in done.stdout and "02 Note:" not in done.stdout
+    report = json.loads(in_a_process("audit", str(dump), "--cluster", "sample", "--format", "json").stdout)
+    assert f"{dump}:3: ml/Pod/p: {message}" in report["summary"]["notes"]
+    sarif = json.loads(in_a_process("audit", str(dump), "--cluster", "sample", "--format", "sarif").stdout)
+    (cuda,) = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "gpu-cuda-driver-mismatch"]
+    assert ". Note: NGC framework images" in cuda["message"]["text"]
+
+
+def test_an_unreadable_dump_has_no_line(tmp_path: Path) -> None:
+    from tests.support.proc import gpuguard as in_a_process
+
+    missing = tmp_path / "gone.yaml"
+    done = in_a_process("audit", str(missing))
+    assert done.code == 2 and f"input error: cannot read {missing}: No such file or directory" in done.stdout
+    report = json.loads(in_a_process("audit", str(missing), "--format", "json").stdout)
+    assert report["errors"] == [{"file": str(missing), "line": None,
+                                 "message": f"cannot read {missing}: No such file or directory"}]
+    sarif = json.loads(in_a_process("audit", str(missing), "--format", "sarif").stdout)
+    (note,) = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert "region" not in note["locations"][0]["physicalLocation"]

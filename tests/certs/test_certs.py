@@ -288,7 +288,7 @@ def test_inject_into_the_deploy_manifests(tmp_path: Path, capsys: pytest.Capture
     assert bundles == [expected, expected]
     # everything else, comments and the CEL block included, is byte for byte the same
     assert _without_ca_bundle(webhooks.read_text()) == original
-    assert "caBundle set in 2 webhook(s)" in capsys.readouterr().out
+    assert "caBundle set in 2 webhooks" in capsys.readouterr().out
 
     # a second run (a new CA) replaces the value instead of adding a key
     assert gpuguard(

@@ -142,4 +142,4 @@ def test_the_linter_agrees_on_the_same_snapshot(
     assert report["summary"]["scaling_pools"] == ["Karpenter NodePool 'general-purpose'", "Karpenter NodePool 'gpu'"]
     assert report["summary"]["extended_resource_toleration"] is None
     code, text, _ = run_lint([str(manifests), "--cluster", str(SNAPSHOT)], capsys, monkeypatch)
-    assert "note: cluster: 2 node pool(s) can scale up and count as nodes" in text
+    assert "note: cluster: 2 node pools scale up and count as nodes" in text

@@ -324,3 +324,96 @@ def test_a_template_that_is_no_object_is_an_input_error_at_its_line(
         (14, "items[0].spec.template is a string, but a Deployment holds a pod template or spec (an object) there: "
              "gpuguard cannot check it"),
     ]
+
+
+# --- the first hour: messages a new user meets (issue "paper cuts") ------------------------------
+
+IGNORE_TYPO = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  annotations:
+    gpuguard.io/ignore: "gpu-limit-missin, gpu-taint-not-tolerated"
+spec:
+  containers:
+    - name: c
+      image: nvcr.io/nvidia/pytorch:24.05-py3
+      resources:
+        requests:
+          nvidia.com/gpu: 1
+"""
+IGNORE_MESSAGE = "gpuguard.io/ignore names no rule: gpu-limit-missin (did you mean gpu-limit-missing?)"
+
+
+def test_a_misspelled_ignore_id_is_an_input_error_at_its_line(tmp_path: Path) -> None:
+    from tests.support.proc import gpuguard
+
+    path = tmp_path / "pod.yaml"
+    path.write_text(IGNORE_TYPO)
+    done = gpuguard("lint", str(path))
+    assert done.code == 2
+    assert f"{path}:6: input error: {IGNORE_MESSAGE}\n" in done.stdout
+    assert done.stdout.count("gpu-limit-missin ") == 1  # said once; the rule it meant still runs
+    assert "error gpu-limit-missing" in done.stdout
+    report = json.loads(gpuguard("lint", str(path), "--format", "json").stdout)
+    assert report["errors"] == [{"file": str(path), "line": 6, "message": IGNORE_MESSAGE}]
+
+
+def test_a_missing_file_has_no_line_in_any_format(tmp_path: Path) -> None:
+    from tests.support.proc import gpuguard
+
+    missing = tmp_path / "nofile.yaml"
+    message = f"cannot read {missing}: No such file or directory"
+    done = gpuguard("lint", str(missing))
+    assert done.code == 2 and done.stdout.startswith(f"input error: {message}\n")
+    assert ":0" not in done.stdout
+    report = json.loads(gpuguard("lint", str(missing), "--format", "json").stdout)
+    assert report["errors"] == [{"file": str(missing), "line": None, "message": message}]
+    annotations = gpuguard("lint", str(missing), "--format", "github").stdout.splitlines()
+    # A workflow command with a file and no line annotates the file: "can associate the message with
+    # a particular file in your repository. Optionally, your message can specify a position within
+    # the file" (GitHub docs, "Workflow commands for GitHub Actions", error message).
+    assert annotations[0] == f"::error file={github.escape_property(str(missing))},title=gpuguard input error::{message}"
+    sarif = json.loads(gpuguard("lint", str(missing), "--format", "sarif").stdout)
+    import jsonschema  # type: ignore[import-untyped]
+
+    jsonschema.validate(sarif, json.loads(SARIF_SCHEMA.read_text()))
+    (note,) = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert note["message"]["text"] == message
+    assert "region" not in note["locations"][0]["physicalLocation"]
+
+
+def test_a_near_miss_of_the_sample_cluster_is_suggested(tmp_path: Path) -> None:
+    from tests.support.proc import gpuguard
+
+    path = tmp_path / "pod.yaml"
+    path.write_text(IGNORE_TYPO)
+    done = gpuguard("lint", str(path), "--cluster", "Sample")
+    assert done.code == 2 and done.stdout == ""
+    assert done.stderr == ("gpuguard lint: cannot read Sample: No such file or directory; did you mean sample "
+                           "(the sample cluster gpuguard ships)?\n")
+    other = gpuguard("lint", str(path), "--cluster", str(tmp_path / "cluster.yaml"))
+    assert other.code == 2 and "did you mean" not in other.stderr
+
+
+def test_cuda_notes_are_sentences_of_their_own_in_text_and_sarif(tmp_path: Path) -> None:
+    from tests.support.proc import gpuguard
+
+    path = tmp_path / "pod.yaml"
+    path.write_text(IGNORE_TYPO.replace("gpu-limit-missin, ", ""))
+    done = gpuguard("lint", str(path), "--cluster", "sample")
+    assert "driver 470.256.02. Note: NGC framework images set NVIDIA_REQUIRE_CUDA" in done.stdout
+    assert "02 Note:" not in done.stdout
+    sarif = json.loads(gpuguard("lint", str(path), "--cluster", "sample", "--format", "sarif").stdout)
+    (cuda,) = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "gpu-cuda-driver-mismatch"]
+    assert ". Note: NGC framework images" in cuda["message"]["text"]
+
+
+def test_github_summary_counts_with_the_plural_helper(tmp_path: Path) -> None:
+    from tests.support.proc import gpuguard
+
+    path = tmp_path / "pod.yaml"
+    path.write_text(IGNORE_TYPO.replace("gpu-limit-missin, gpu-taint-not-tolerated", "gpu-memory-limit-missing"))
+    done = gpuguard("lint", str(path), "--format", "github")
+    assert done.stdout.splitlines()[-1] == "gpuguard: 1 error, 0 warnings, 0 info"

@@ -70,3 +70,26 @@ def test_version_flag(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.startswith("gpuguard 0.")
+
+
+def test_a_prefix_is_suggested_first_in_a_subprocess() -> None:
+    from tests.support.proc import gpuguard
+
+    done = gpuguard("rules", "gpu-taint")
+    assert done.code == 2 and done.stdout == ""
+    assert done.stderr.startswith("gpuguard rules: unknown rule 'gpu-taint'; did you mean gpu-taint-not-tolerated, ")
+
+
+def test_explain_image_refuses_an_invalid_reference() -> None:
+    from tests.support.proc import gpuguard
+
+    done = gpuguard("explain-image", "not a valid image ref")
+    assert done.code == 2 and done.stdout == ""
+    assert done.stderr == ("gpuguard explain-image: invalid reference format: 'not a valid image ref': it contains "
+                           "whitespace (a reference is one word, e.g. nvcr.io/nvidia/pytorch:24.05-py3)\n")
+    for ref, why in (("nvidia/cuda:", "the tag after ':' is empty"),
+                     ("nvidia/cuda@sha256:abc", "the digest after '@' must be ALGORITHM:HEX"),
+                     ("nvidia//cuda:12.4.1-base", "a path component is empty")):
+        done = gpuguard("explain-image", ref, "--format", "json")
+        assert done.code == 2 and done.stdout == "" and why in done.stderr, (ref, done.stderr)
+    assert gpuguard("explain-image", "nvidia/cuda:12.4.1-base-ubuntu22.04").code == 0

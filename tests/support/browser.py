@@ -2,9 +2,10 @@
 a report actually draws something.
 
 ``render(html_file, png)`` runs the real browser on a ``file://`` URL with networking off, a
-throwaway profile and a fixed window; ``ink(png)`` says what share of the pixels differ from the page
-background, so a blank (or unstyled, or failed) page is caught; ``measure(png, colours)`` also says
-whether named colours (badges, tiles) were drawn.  Chromium comes from ``apt-get install chromium``
+throwaway profile and a fixed window; ``dom(html_file, profile)`` is the document Chromium parsed;
+``ink(png)`` says what share of the pixels differ from the page background, so a blank (or
+unstyled, or failed) page is caught; ``measure(png, colours)`` also says whether named colours
+(badges, tiles) were drawn.  Chromium comes from ``apt-get install chromium``
 (`.ci/run` installs it): without it the test is skipped locally and fails under CI.
 """
 
@@ -35,6 +36,18 @@ def render(page: Path, png: Path, window: tuple[int, int] = WINDOW, profile: Pat
     )
     assert done.returncode == 0 and png.is_file(), f"chromium failed ({done.returncode}):\n{done.stderr[-2000:]}"
     return png
+
+
+def dom(page: Path, profile: Path) -> str:
+    """The document as Chromium built it (``--dump-dom``): what a reader's browser parsed out of the
+    file, not the bytes gpuguard wrote."""
+    chromium = tool("chromium", "apt-get install --no-install-recommends chromium")
+    done = subprocess.run(
+        [str(chromium), *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=TIMEOUT, check=False,
+    )
+    assert done.returncode == 0 and done.stdout.strip(), f"chromium failed ({done.returncode}):\n{done.stderr[-2000:]}"
+    return done.stdout
 
 
 def screenshot(html: Path, out: Path, profile: Path) -> Path:

@@ -104,6 +104,10 @@ def test_ignore_annotation_is_warned_logged_and_counted(server: Server) -> None:
         assert answer["allowed"] is True
         assert ("gpuguard.io/ignore names no rule: gpu-limit-mising (did you mean gpu-limit-missing?) at metadata"
                 in answer["warnings"])
+        # The typo is said once, in the words lint, audit and why-pending use, and is no rule skipped.
+        assert [w for w in answer["warnings"] if "gpu-limit-mising" in w] == [
+            "gpuguard.io/ignore names no rule: gpu-limit-mising (did you mean gpu-limit-missing?) at metadata"]
+        assert "gpuguard.io/ignore skips gpu-limit-missing at metadata" in answer["warnings"]
         metrics = client.get("/metrics").text
     assert 'gpuguard_ignore_annotation_uses_total{result="honoured"}' in metrics
     assert 'gpuguard_ignore_annotation_uses_total{result="unknown_rule"}' in metrics

@@ -72,7 +72,7 @@ def test_pods_the_scheduler_tried_and_gated_ones(capsys: pytest.CaptureFixture[s
                              "serving/l4-infer"]
     assert [r["kind"] for r in reasons(doc, "ml/gated").values()] == [dg.GATED]
     assert "example.com/quota" in reasons(doc, "ml/gated")[dg.GATED]["message"]
-    assert "1 unbound GPU pod(s) have no scheduling attempt recorded yet" in err
+    assert "1 unbound GPU pod has no scheduling attempt recorded yet" in err
 
 
 def test_fragmentation_evidence(capsys: pytest.CaptureFixture[str], dumps: dict[str, Path]) -> None:
@@ -83,7 +83,7 @@ def test_fragmentation_evidence(capsys: pytest.CaptureFixture[str], dumps: dict[
     # h100-a: 8 − train-a 4 − notebook 2; h100-b: 8 − init-pod 3 (init container peak) − sidecar-pod 3
     # (sidecar 1 + main 2); done-job and crashed are terminal and hold nothing
     assert frag["nodes"] == ["h100-a", "h100-b"]
-    assert "4 free on the 3 node(s) that fit the pod otherwise, at most 2 on one; the pod needs 4" in frag["message"]
+    assert "4 free on the 3 nodes that fit the pod otherwise, at most 2 on one; the pod needs 4" in frag["message"]
     scheduler = found[dg.SCHEDULER]["message"]
     assert scheduler.startswith("PodScheduled condition: 3 of 10 nodes: not enough nvidia.com/gpu left")
     assert "preemptionPolicy: Never" in scheduler
@@ -141,7 +141,7 @@ def test_karpenter_nodepools_count_for_the_static_checks(capsys: pytest.CaptureF
     pools = write_dump([*items, nodepool("gpu", ["g5"])], tmp_path / "b.json", "json")
     code, out, err = run(capsys, "--dump", str(pools), "-n", "ml", "fits-now", "--format", "json")
     assert code == 0 and dg.STATIC not in reasons(json.loads(out), "ml/fits-now")
-    assert "1 Karpenter NodePool(s) can add nodes" in err
+    assert "1 Karpenter NodePool can add nodes" in err
 
 
 def test_namespace_default_and_all(capsys: pytest.CaptureFixture[str], dumps: dict[str, Path]) -> None:
@@ -167,8 +167,8 @@ def test_named_pods_that_are_not_pending_or_missing(capsys: pytest.CaptureFixtur
     assert "ml/just-created: no scheduling attempt recorded yet" in flat
     assert "2 pending GPU pods among the 5 named" in flat
     code, out, err = run(capsys, "--dump", str(dumps["json"]), "-n", "ml", "web-x", "--format", "json")
-    assert code == 2 and json.loads(out) == {"pods": [], "cluster": json.loads(out)["cluster"]}
-    assert "pod web-x not found in namespace ml" in err
+    assert code == 2 and out == ""  # no pod named exists: the error, and no report
+    assert err == "gpuguard why-pending: pod web-x not found in namespace ml\n"
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -206,7 +206,7 @@ def test_bad_dumps_fail_with_file_and_line(capsys: pytest.CaptureFixture[str], d
     assert any(line.startswith(f"gpuguard why-pending: {broken}:") and "invalid YAML" in line for line in lines)
     assert f"gpuguard why-pending: {empty}:1: no Node, Pod, Event or PriorityClass objects found" in lines[1]
     assert any(f"{bad_json}:1: invalid JSON" in line for line in lines)
-    assert any(f"{tmp_path / 'missing.yaml'}: cannot read" in line for line in lines)
+    assert f"gpuguard why-pending: cannot read {tmp_path / 'missing.yaml'}: No such file or directory" in lines
     assert "Traceback" not in err
 
 
@@ -235,3 +235,37 @@ def test_pods_of_another_scheduler_get_a_note(capsys: pytest.CaptureFixture[str]
     code, _, err = run(capsys, "--dump", str(dump), "-A", "--format", "json")
     assert code == 0
     assert "note: some pods name another scheduler: volcano (2 pods); the analysis models kube-scheduler's" in err
+
+
+def test_a_missing_pod_is_said_first_and_alone(dumps: dict[str, Path]) -> None:
+    done = gpuguard("why-pending", "nope", "--dump", str(dumps["json"]))
+    assert done.code == 2 and done.stdout == ""
+    assert done.stderr == "gpuguard why-pending: pod nope not found in namespace default\n"
+    both = gpuguard("why-pending", "-n", "ml", "nope", "big-train", "--dump", str(dumps["json"]))
+    assert both.code == 2 and both.stderr.startswith("gpuguard why-pending: pod nope not found in namespace ml\n")
+    assert "ml/big-train" in both.stdout  # the others still get their report
+
+
+def _t4_cluster_with(pod_annotations: dict[str, str]) -> list[dict[str, Any]]:
+    """A pending NGC PyTorch pod (CUDA 12.4.1) whose only nodes are Tesla T4s on driver R470."""
+    from tests.support.cluster_objects import container, node, pod
+
+    t4 = node("t4-1", product="Tesla-T4", instance="g4dn.12xlarge", capacity=4, allocatable=4)
+    t4["metadata"]["labels"]["nvidia.com/cuda.driver-version.full"] = "470.256.02"
+    message = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    pending = pod("ml", "ngc", containers=[container("main", 1)], scheduled_message=message)
+    pending["metadata"]["annotations"] = pod_annotations
+    return [t4, pending]
+
+
+def test_the_engine_faces_of_why_pending_say_what_lint_says(tmp_path: Path) -> None:
+    dump = write_dump(_t4_cluster_with({"gpuguard.io/ignore": "gpu-limit-missin"}), tmp_path / "c.json", "json")
+    done = gpuguard("why-pending", "-A", "--dump", str(dump))
+    assert done.code == 0, done.stderr
+    flat = " ".join(done.stdout.split())
+    assert "driver 470.256.02. Note: NGC framework images set NVIDIA_REQUIRE_CUDA" in flat
+    assert ("ml/ngc: gpuguard.io/ignore names no rule: gpu-limit-missin (did you mean gpu-limit-missing?)"
+            in flat)
+    doc = json.loads(gpuguard("why-pending", "-A", "--dump", str(dump), "--format", "json").stdout)
+    (static,) = [r for r in doc["pods"][0]["reasons"] if r["kind"] == dg.STATIC]
+    assert ". Note: NGC framework images" in static["message"]

@@ -107,7 +107,7 @@ def test_karpenter_nodepools_are_listed_when_installed(api: FakeApiServer, tmp_p
     config = kubeconfig(tmp_path / "kubeconfig", api.port)
     done = why_pending("--kubeconfig", str(config), "-A", "--format", "json")
     assert done.code == 0, done.stderr
-    assert "note: 1 Karpenter NodePool(s) can add nodes" in done.stderr
+    assert "note: 1 Karpenter NodePool can add nodes" in done.stderr
 
 
 def test_the_optional_rbac_grants_exactly_what_is_listed(api: FakeApiServer, tmp_path: Path) -> None:

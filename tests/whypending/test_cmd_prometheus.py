@@ -98,8 +98,8 @@ def test_idle_holders_and_idle_pools(prom: RunningPrometheus, dump: Path) -> Non
     # notebook (0 %) stayed under 1 %; train-a and sidecar-pod are busy
     assert idle["pods"] == ["ml/init-pod", "ml/notebook-idle"]
     assert idle["nodes"] == ["h100-b", "h100-a"]
-    assert idle["message"].startswith("5 GPU(s) the pod could use are held by pods whose utilization stayed below 1%")
-    assert "ml/notebook-idle holds 2 GPU(s) on h100-a at max 0% (priority 0, owner StatefulSet/notebook" in \
+    assert idle["message"].startswith("5 GPUs the pod could use are held by pods whose utilization stayed below 1%")
+    assert "ml/notebook-idle holds 2 GPUs on h100-a at max 0% (priority 0, owner StatefulSet/notebook" in \
         idle["message"]
     # kata-infer (old label namespace) is idle on l4-b, which l4-infer needs
     assert reasons(doc, "serving/l4-infer").get(dg.IDLE_HOLDERS) is None  # l4-b is short of cpu, not GPUs
@@ -119,9 +119,9 @@ def test_idle_holders_in_text(prom: RunningPrometheus, dump: Path) -> None:
     assert f"GPU utilization: {prom.url}, 27 pod-held GPUs over the last {WINDOW}" in " ".join(text.split())
     block = text[text.index("  idle-holders"):]
     lines = [line.strip() for line in block.splitlines()[:4]]
-    assert lines[0].startswith("idle-holders") and "5 GPU(s) the pod could use" in lines[0]
+    assert lines[0].startswith("idle-holders") and "5 GPUs the pod could use" in lines[0]
     assert lines[1].startswith("stayed below 1%") or "stayed below 1%" in lines[0] + lines[1]
-    assert "- ml/init-pod holds 3 GPU(s) on h100-b at max 0.4%" in block
+    assert "- ml/init-pod holds 3 GPUs on h100-b at max 0.4%" in block
     assert "idle" in text[text.index("GPU pools"):].splitlines()[1]
 
 

@@ -3,17 +3,21 @@ pod and reason present; rendered in headless Chromium, it draws a real page."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gpuguard.cli import main
 from policies.pending import diagnose as dg
-from tests.support.browser import measure, screenshot
-from tests.support.cluster_objects import all_objects, container, pod, scenario
+from tests.support.browser import dom, measure, screenshot
+from tests.support.cluster_objects import A100, all_objects, container, node, pod, scenario
+from tests.support.proc import gpuguard
 from tests.whypending.support import objects, write_dump
 
+MIG_RESOURCE = "nvidia.com/mig-1g.10gb"
 HOSTILE = '<img src=x onerror="alert(1)"> & <script>alert(2)</script>'
 
 
@@ -68,3 +72,43 @@ def test_chromium_draws_the_report(report: Path, tmp_path: Path) -> None:
     assert drawn.ink > 0.05, drawn  # a blank or unstyled page is nearly all one colour
     assert drawn.colours > 50, drawn  # anti-aliased text, badges and tiles
     assert drawn.has == {"header": True, "error": True, "warning": True}, drawn
+
+
+def _mig_node(name: str, slices: int) -> dict[str, Any]:
+    """An A100 under the GPU operator's mixed MIG strategy: its GPUs are advertised as MIG slices
+    (nvidia.com/mig-1g.10gb), none as whole nvidia.com/gpu."""
+    mig = node(name, product=A100, instance="p4de.24xlarge", capacity=None, allocatable=None, gfd_count=1)
+    for field in ("capacity", "allocatable"):
+        mig["status"][field][MIG_RESOURCE] = str(slices)
+    return mig
+
+
+def _tile_values(html: str) -> dict[str, str]:
+    found = re.findall(r'<div class="value">([^<]*)</div><div class="label">([^<]*)</div>', html)
+    return {label: value for value, label in found}
+
+
+@pytest.mark.integration
+def test_tiles_count_each_resource_apart_as_chromium_shows_them(tmp_path: Path) -> None:
+    parts = scenario()
+    parts["nodes"] += [_mig_node("a100-mig-1", 7), _mig_node("a100-mig-2", 7)]
+    parts["pods"].append(pod("ml", "mig-user", node_name="a100-mig-1",
+                             containers=[{**container("main"), "resources": {"limits": {MIG_RESOURCE: "3"}}}]))
+    dump = write_dump(all_objects(parts), tmp_path / "cluster.json", "json")
+    out = tmp_path / "why-pending.html"
+    done = gpuguard("why-pending", "--dump", str(dump), "-A", "--format", "html", "--output", str(out))
+    assert done.code == 0, done.stderr
+    doc = json.loads(gpuguard("why-pending", "--dump", str(dump), "-A", "--format", "json").stdout)
+    totals: dict[str, list[int]] = {}
+    for p in doc["cluster"]["pools"]:
+        free, allocatable = totals.setdefault(p["resource"], [0, 0])
+        totals[p["resource"]] = [free + p["free"], allocatable + p["allocatable"]]
+    assert set(totals) == {"nvidia.com/gpu", MIG_RESOURCE}
+    tiles = _tile_values(dom(out, tmp_path / "profile"))
+    # One tile per resource, named by it; slices are never added to whole GPUs.
+    for resource, (free, allocatable) in totals.items():
+        assert tiles[f"{resource} free / allocatable"] == f"{free} / {allocatable}"
+    assert tiles[f"{MIG_RESOURCE} free / allocatable"] == "11 / 14"
+    assert not any(label.startswith("GPUs free") for label in tiles)
+    labels = list(tiles)
+    assert labels.index("nvidia.com/gpu free / allocatable") < labels.index(f"{MIG_RESOURCE} free / allocatable")

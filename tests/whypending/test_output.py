@@ -26,7 +26,7 @@ def test_report_goes_to_the_file_and_notes_to_stderr(capsys: pytest.CaptureFixtu
     out, err = capsys.readouterr()
     assert out == ""
     assert target.read_text().startswith("gpuguard why-pending: 6 pending GPU pods in all namespaces (1 gated)")
-    assert "gpuguard why-pending: note: 1 unbound GPU pod(s) have no scheduling attempt recorded yet" in err
+    assert "gpuguard why-pending: note: 1 unbound GPU pod has no scheduling attempt recorded yet" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.txt"]  # no temporary file left
 
 

@@ -29,7 +29,7 @@ ml/big-train: 4 nvidia.com/gpu, priority 500, preemptionPolicy Never, owner Job/
                        required node affinity
                      - the pod has preemptionPolicy: Never, so it never evicts others
   fragmentation      fragmented: enough GPUs are free in total, but not on any single node that fits
-                     the pod (nvidia.com/gpu: 4 free on the 3 node(s) that fit the pod otherwise, at
+                     the pod (nvidia.com/gpu: 4 free on the 3 nodes that fit the pod otherwise, at
                      most 2 on one; the pod needs 4 on one node; 14 more free on nodes the pod
                      cannot use)
                      - h100-a (NVIDIA-H100-80GB-HBM3 (p5.48xlarge)): 2 nvidia.com/gpu free
@@ -95,7 +95,7 @@ def test_pools_and_notes(capsys: pytest.CaptureFixture[str], monkeypatch: pytest
     h100 = next(line for line in pools if line.startswith("NVIDIA-H100"))
     # 24 allocatable; 18 held; research/urgent reserves 4 on h100-c; free = 2 + 2 + 0
     assert h100.split()[-7:] == ["3", "24", "18", "4", "4", "0", "0"]
-    assert "notes:\n  - 1 unbound GPU pod(s) have no scheduling attempt recorded yet" in out
+    assert "notes:\n  - 1 unbound GPU pod has no scheduling attempt recorded yet" in out
 
 
 def test_the_readme_shows_this_very_output() -> None:

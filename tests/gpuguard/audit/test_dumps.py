@@ -142,7 +142,8 @@ def test_broken_yaml_and_refused_documents(tmp_path: Path) -> None:
 
 def test_missing_and_oversized_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result = read(tmp_path / "absent.yaml")
-    assert [(e.line, e.message) for e in result.errors] == [(0, "no such file or directory")]
+    assert [(e.line, e.message) for e in result.errors] == [
+        (0, f"cannot read {tmp_path / 'absent.yaml'}: No such file or directory")]
     monkeypatch.setattr(dumps, "MAX_YAML_BYTES", 1000)
     (error,) = read(AUDIT / "workloads.yaml").errors
     assert "YAML is read up to" in error.message and "-o json" in error.message

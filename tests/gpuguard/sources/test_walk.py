@@ -73,7 +73,8 @@ def test_dangling_symlink_is_an_input_error(
     assert code == 2
     (error,) = report["errors"]
     assert error["file"] == str(tree / "gone.yaml")
-    assert error["message"].startswith("cannot read: No such file or directory")
+    assert error["message"].startswith(f"cannot read {tree / 'gone.yaml'}: No such file or directory")
+    assert error["line"] is None
 
 
 def test_special_file_in_a_tree_is_reported_not_read(

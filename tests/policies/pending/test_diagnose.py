@@ -50,7 +50,7 @@ def test_fragmentation_and_idle_holders_evidence(state: ClusterState) -> None:
     assert frag.nodes == ("h100-a", "h100-b")
     idle = next(r for r in big.reasons if r.kind == dg.IDLE_HOLDERS)
     assert idle.pods == ("ml/init-pod", "ml/notebook-idle")
-    assert "5 GPU(s)" in idle.message and "owner StatefulSet/notebook" in idle.message
+    assert "5 GPUs" in idle.message and "owner StatefulSet/notebook" in idle.message
     scheduler = next(r for r in big.reasons if r.kind == dg.SCHEDULER)
     assert scheduler.message.startswith("PodScheduled condition: 3 of 10 nodes: not enough nvidia.com/gpu left")
     assert "preemptionPolicy: Never" in scheduler.message

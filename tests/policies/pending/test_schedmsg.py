@@ -33,6 +33,20 @@ def test_reference_example_parses_into_counts_and_nested_preemption() -> None:
     assert msg.insufficient() == {"nvidia.com/gpu": 2}
 
 
+def test_the_nested_preemption_list_counts_nodes_in_plain_words() -> None:
+    # "3 Preemption is not helpful for scheduling" counts nodes whose Filter status was
+    # UnschedulableAndUnresolvable: preemption did not try them (preemption.go
+    # nodesWherePreemptionMightHelp [K-pre]).  Said as "3 of 5 nodes: …", never "3 evicting pods…".
+    lines = explain(parse(DOC_EXAMPLE))
+    assert lines[-1] == (
+        "preemption found no node where evicting lower-priority pods helps: "
+        "2 of 5 nodes: the node has no lower-priority pods whose eviction would make room; "
+        "3 of 5 nodes: not tried, as evicting pods cannot fix what rejected the node (a taint, the node "
+        "selector or affinity, cordon…)"
+    )
+    assert not any("3 evicting" in line or "3 not tried" in line for line in lines)
+
+
 def test_counts_may_exceed_the_node_count() -> None:
     # NodeResourcesFit gives one reason per short resource, so one node counts twice [K-fit]
     msg = parse("0/2 nodes are available: 2 Insufficient cpu, 2 Insufficient nvidia.com/gpu.")
