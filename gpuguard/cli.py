@@ -28,7 +28,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "webhook-config": ("webhook.cmd_webhook_config", "print the webhook configurations for a policy config"),
     "certs": ("certs.cmd_certs", "create a CA and serving certificate for the webhook"),
     "why-pending": ("whypending.cmd_why_pending", "explain why GPU pods are Pending while GPUs sit idle"),
-    "completion": ("gpuguard.completion", "print a bash or zsh completion script"),
+    "completion": ("gpuguard.completion", "print a bash, zsh or fish completion script"),
 }
 
 

@@ -70,3 +70,16 @@ def test_kubectl_gpuguard_usage_names_kubectl_gpuguard(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.startswith("usage: kubectl gpuguard lint ")
     assert "kubectl gpuguard lint: error: unrecognized arguments: --badflag" in proc.stderr
+
+
+def test_kubectl_completes_the_plugin_through_kubectl_complete_gpuguard(tmp_path: Path) -> None:
+    """kubectl's own completion (``kubectl __complete``, what its bash/zsh/fish scripts call) runs
+    ``kubectl_complete-gpuguard`` from PATH with the words after ``kubectl gpuguard``."""
+    assert (BIN / "kubectl_complete-gpuguard").is_file()
+    proc = _kubectl(tmp_path, "__complete", "gpuguard", "li")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["lint\tlint Kubernetes manifests for GPU problems", ":4"]
+    proc = _kubectl(tmp_path, "__complete", "gpuguard", "lint", "--format", "")
+    assert proc.stdout.splitlines() == ["text", "json", "sarif", "github", ":4"]
+    proc = _kubectl(tmp_path, "__complete", "gpuguard", "lint", "--helm-chart", "")
+    assert proc.stdout.splitlines() == [":16"]  # directories only, by the shell
