@@ -111,6 +111,7 @@ def test_force_replaces_the_ca(tmp_path: Path, first: Path) -> None:
         handshake(first / "tls.crt", first / "tls.key", old_ca)
 
 
+@pytest.mark.slow  # several runs of gpuguard certs
 def test_force_with_another_ca_drops_the_key_that_no_longer_matches(tmp_path: Path, first: Path) -> None:
     other = tmp_path / "corp"
     assert certs(other).code == 0
@@ -121,6 +122,7 @@ def test_force_with_another_ca_drops_the_key_that_no_longer_matches(tmp_path: Pa
     assert f"removed {first / 'ca.key'}" in run.stdout
 
 
+@pytest.mark.slow  # several runs of gpuguard certs
 def test_rotation_keeps_the_old_ca_until_the_renewal(tmp_path: Path, first: Path) -> None:
     webhooks = tmp_path / "webhooks.yaml"
     old = tmp_path / "old"
@@ -155,6 +157,7 @@ def test_rotation_keeps_the_old_ca_until_the_renewal(tmp_path: Path, first: Path
         handshake(old / "tls.crt", old / "tls.key", new_ca)
 
 
+@pytest.mark.slow  # several runs of gpuguard certs
 def test_rotating_again_mid_rotation_keeps_every_ca_still_trusted(tmp_path: Path, first: Path) -> None:
     ca0 = (first / "ca.crt").read_bytes()
     assert certs(first, "--rotate").code == 0

@@ -57,6 +57,7 @@ def test_program_name(argv0: str, name: str) -> None:
     assert program_name(argv0) == name
 
 
+@pytest.mark.slow  # one run of the plugin script per subcommand
 def test_the_plugin_script_names_itself_kubectl_gpuguard() -> None:
     plugin = BIN / "kubectl-gpuguard"
     assert plugin.is_file(), f"{plugin} is missing: reinstall gpuguard (`pip install -e .`)"

@@ -91,6 +91,7 @@ def test_lint_excerpts_keep_their_caret_when_wrapped() -> None:
     assert lines[finding + 1].startswith("    ")  # the finding goes on, indented
 
 
+@pytest.mark.slow  # several runs of gpuguard in child processes
 def test_colour_on_a_terminal_unless_no_color() -> None:
     _, shown = on_a_terminal(["lint", LINT_INPUT], 120)
     assert "\x1b[31merror\x1b[0m" in shown
@@ -102,6 +103,7 @@ def test_colour_on_a_terminal_unless_no_color() -> None:
     assert "\x1b[" not in never
 
 
+@pytest.mark.slow  # several runs of gpuguard in child processes
 @pytest.mark.parametrize("face", [["lint", LINT_INPUT], ["audit", *AUDIT_INPUT]])
 def test_force_color_and_color_always_colour_a_pipe(face: list[str]) -> None:
     _, plain, _ = through_a_pipe(face)
@@ -147,6 +149,7 @@ def test_lint_quiet_keeps_input_errors_and_silences_stderr_notes(tmp_path: Path)
     assert err == ""
 
 
+@pytest.mark.slow  # several runs of gpuguard in child processes
 def test_audit_quiet_prints_the_findings_only() -> None:
     code, full, _ = through_a_pipe(["audit", *AUDIT_INPUT])
     quiet_code, quiet, _ = through_a_pipe(["audit", *AUDIT_INPUT, "-q"])
@@ -160,6 +163,7 @@ def test_audit_quiet_prints_the_findings_only() -> None:
     assert "note:" not in no_cluster_quiet
 
 
+@pytest.mark.slow  # several runs of gpuguard in child processes
 def test_why_pending_quiet_prints_the_pods_only(tmp_path: Path) -> None:
     dump = write_dump(objects(), tmp_path / "cluster.json", "json")
     code, full, _ = through_a_pipe(["why-pending", "--dump", str(dump), "-A"])
