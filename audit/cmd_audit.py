@@ -64,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--idle-window", default="1h", metavar="DURATION",
                         help="how long a pod's GPUs must have stayed idle (Prometheus duration; default: 1h)")
+    from gpuguard.terminal import add_output_arguments
+
+    add_output_arguments(parser)
 
 
 def _fail(message: str) -> int:
@@ -190,22 +193,26 @@ def _pools(args: argparse.Namespace, config: Config, inputs: PoolInputs, result:
     result.notes.extend(summary.notes)
 
 
-def _renderer(fmt: str) -> Callable[[AuditResult, TextIO], None]:
+def _renderer(args: argparse.Namespace) -> Callable[[AuditResult, TextIO], None]:
     from audit.formats import html, json_format, reports, sarif, text
+    from gpuguard.terminal import use_colour
+
+    def render_text(result: AuditResult, stream: TextIO) -> None:
+        text.render(result, stream, colour=use_colour(stream, args.color), quiet=args.quiet)
 
     renderers: dict[str, Callable[[AuditResult, TextIO], None]] = {
-        "text": text.render,
+        "text": render_text,
         "json": json_format.render,
         "sarif": sarif.render,
         "policyreport": reports.render_policyreport,
         "openreports": reports.render_openreports,
         "html": html.render,
     }
-    return renderers[fmt]
+    return renderers[args.format]
 
 
 def _write(args: argparse.Namespace, result: AuditResult) -> int:
-    render = _renderer(args.format)
+    render = _renderer(args)
     if not args.output:
         render(result, sys.stdout)
         sys.stdout.flush()
@@ -215,7 +222,7 @@ def _write(args: argparse.Namespace, result: AuditResult) -> int:
             render(result, fh)
     except OSError as exc:
         return _fail(f"cannot write {args.output}: {exc.strerror or exc}")
-    if args.format != "text":  # the report went to a file: say in a line what it holds
+    if args.format != "text" and not args.quiet:  # the report went to a file: say in a line what it holds
         from policies.wording import plural
 
         counts = result.severity_counts()

@@ -2,15 +2,20 @@
 
 Only the documents holding a ValidatingWebhookConfiguration or MutatingWebhookConfiguration are
 re-serialised (ruamel.yaml round-trip, so their comments survive); every other document keeps
-its exact bytes.
+its exact bytes.  ``check_injectable`` reads and checks a file without writing it, so that a
+run can refuse bad ``--inject`` files before it writes anything; the file is replaced atomically
+(a temporary file renamed over it), keeping its mode.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import itertools
+import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,8 +107,9 @@ def _update(doc: Any, ca_bundle: str) -> int:
     return count
 
 
-def inject_ca_bundle(path: Path, ca_pem: bytes) -> Injected:
-    """Set ``webhooks[].clientConfig.caBundle`` to base64(ca_pem) in every webhook configuration."""
+def _render(path: Path, ca_pem: bytes) -> tuple[str, str, Injected]:
+    """(text as read, text with the caBundle set, what was set); InjectError when the file cannot be
+    read, is not YAML or holds no webhook configuration."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
@@ -135,10 +141,38 @@ def inject_ca_bundle(path: Path, ca_pem: bytes) -> Injected:
         out.append(separator + buffer.getvalue())
     if configurations == 0:
         raise InjectError(f"{path}: no ValidatingWebhookConfiguration or MutatingWebhookConfiguration found")
-    new_text = "".join(out)
+    return text, "".join(out), Injected(path, webhooks, configurations)
+
+
+def check_injectable(path: Path) -> Injected:
+    """What ``inject_ca_bundle`` would set in ``path``, without writing it (InjectError if nothing)."""
+    return _render(path, b"-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")[2]
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``text`` over ``path`` atomically (through a symbolic link to its target), keeping the mode."""
+    target = Path(os.path.realpath(path))
+    mode = target.stat().st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def inject_ca_bundle(path: Path, ca_pem: bytes) -> Injected:
+    """Set ``webhooks[].clientConfig.caBundle`` to base64(ca_pem) in every webhook configuration."""
+    text, new_text, result = _render(path, ca_pem)
     if new_text != text:
         try:
-            path.write_text(new_text, encoding="utf-8")
+            _replace(path, new_text)
         except OSError as exc:
-            raise InjectError(f"cannot write {path}: {exc}") from None
-    return Injected(path, webhooks, configurations)
+            raise InjectError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return result

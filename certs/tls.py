@@ -3,6 +3,13 @@
 The API server dials ``https://NAME.NS.svc:443`` and checks the serving certificate against the
 ``caBundle`` of the webhook configuration; it verifies the hostname against the SANs only (the
 common name is ignored since Go 1.15), so every DNS form of the Service name is listed.
+
+An out-dir that already holds a CA is not overwritten unless asked: a new CA invalidates the
+``caBundle`` already injected into the webhook configurations, and the API server then fails every
+call.  ``existing="force"`` replaces it; ``existing="rotate"`` makes a new CA and writes
+``ca-bundle.crt`` with the new CA first and the CAs trusted until now after it, so a caBundle made
+from it trusts the serving certificates of both while the new one is rolled out.  The next run that
+signs with the CA of the out-dir (a renewal) ends the rotation: ``ca-bundle.crt`` is removed.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -26,6 +34,9 @@ CA_CERT = "ca.crt"
 CA_KEY = "ca.key"
 TLS_CERT = "tls.crt"
 TLS_KEY = "tls.key"
+CA_BUNDLE = "ca-bundle.crt"  # during a rotation: the new CA, then the ones trusted before it
+
+Existing = Literal["refuse", "force", "rotate"]
 
 # Back-date notBefore a little so that a node whose clock lags does not reject a fresh cert.
 CLOCK_SKEW = dt.timedelta(minutes=5)
@@ -42,6 +53,13 @@ class Bundle:
     ca_crt: Path
     tls_crt: Path
     tls_key: Path
+    # What a caBundle must hold: ca.crt, or during a rotation ca-bundle.crt (new CA and old ones).
+    trust: Path | None = None
+    removed: tuple[Path, ...] = ()  # files of an earlier run that no longer apply (a finished rotation)
+
+    @property
+    def ca_bundle(self) -> Path:
+        return self.trust or self.ca_crt
 
 
 def service_dns_names(service: str, namespace: str) -> list[str]:
@@ -71,6 +89,41 @@ def _san_entries(names: Sequence[str]) -> list[x509.GeneralName]:
             except (ValueError, UnicodeError) as exc:
                 raise CertError(f"invalid subject alternative name {name!r}: {exc}") from None
     return entries
+
+
+def _ca_files(out_dir: Path) -> list[Path]:
+    return [path for path in (out_dir / CA_KEY, out_dir / CA_CERT) if path.exists()]
+
+
+def _same_certificate(path: Path, cert: x509.Certificate) -> bool:
+    try:
+        return x509.load_pem_x509_certificate(path.read_bytes()) == cert
+    except (OSError, ValueError):
+        return False
+
+
+def _trusted_before(out_dir: Path, now: dt.datetime) -> list[x509.Certificate]:
+    """The CAs a caBundle made from out_dir trusts now (ca-bundle.crt during a rotation, else
+    ca.crt), without those that have expired (nothing chains to them any more)."""
+    source = out_dir / CA_BUNDLE if (out_dir / CA_BUNDLE).exists() else out_dir / CA_CERT
+    try:
+        certs = x509.load_pem_x509_certificates(source.read_bytes())
+    except OSError as exc:
+        raise CertError(f"--rotate: cannot read the current CA {source}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise CertError(f"--rotate: {source} is not a PEM certificate: {exc}") from None
+    return [cert for cert in certs if cert.not_valid_after_utc > now]
+
+
+def _refusal(files: list[Path]) -> str:
+    out_dir = files[0].parent
+    names = " and ".join(str(f) for f in files)
+    return (
+        f"{names} already exist{'s' if len(files) == 1 else ''}: a new CA would invalidate the caBundle injected "
+        "from it (the API server then fails every call to the webhook). To renew the serving certificate with "
+        f"that CA: --ca-cert {out_dir / CA_CERT} --ca-key {out_dir / CA_KEY}; to change the CA without an "
+        "outage: --rotate (the old CA stays in the bundle); to replace it anyway: --force"
+    )
 
 
 def _write(path: Path, data: bytes, mode: int) -> None:
@@ -212,17 +265,22 @@ def generate_bundle(
     extra_sans: Sequence[str] = (),
     ca_cert: Path | None = None,
     ca_key: Path | None = None,
+    existing: Existing = "refuse",
 ) -> Bundle:
-    """Write ``ca.crt``, ``tls.crt`` and ``tls.key`` (and ``ca.key`` for a new CA) into out_dir."""
+    """Write ``ca.crt``, ``tls.crt`` and ``tls.key`` (and ``ca.key`` for a new CA) into out_dir.
+
+    A CA already in out_dir is replaced only with ``existing`` ``force`` or ``rotate`` (then
+    ``ca-bundle.crt`` holds the new CA and the old ones); signing with that very CA is a renewal."""
     if not service or not namespace:
         raise CertError("service and namespace must not be empty")
     if days < 1:
         raise CertError(f"days must be at least 1, got {days}")
     if (ca_cert is None) != (ca_key is None):
         raise CertError("give both the CA certificate and the CA key, or neither")
+    if existing == "rotate" and ca_cert is not None:
+        raise CertError("--rotate makes a new CA: give it without --ca-cert/--ca-key")
     sans = _san_entries([*service_dns_names(service, namespace), *extra_sans])
     now = dt.datetime.now(dt.UTC)
-    out_dir.mkdir(parents=True, exist_ok=True)
     ca_key_out: bytes | None = None
     signing_key: SigningKey
     if ca_cert is not None and ca_key is not None:
@@ -237,6 +295,19 @@ def generate_bundle(
         # caBundle in the webhook configurations.
         ca, signing_key = _new_ca(f"{service}.{namespace} webhook CA", now, max(days * 2, days + 365))
         ca_key_out = _key_pem(signing_key)
+
+    # An existing CA is kept unless asked: the same CA signing again is a renewal.
+    present = _ca_files(out_dir)
+    renewal = ca_key_out is None and (out_dir / CA_CERT).exists() and _same_certificate(out_dir / CA_CERT, ca)
+    stale_key = ca_key_out is None and not renewal and (out_dir / CA_KEY).exists()
+    previous: list[x509.Certificate] = []
+    if existing == "rotate":
+        if not (out_dir / CA_CERT).exists():
+            raise CertError(f"--rotate: no CA in {out_dir} to rotate from ({out_dir / CA_CERT} does not exist)")
+        previous = [cert for cert in _trusted_before(out_dir, now) if cert != ca]
+    elif present and not renewal and existing != "force":
+        raise CertError(_refusal(present))
+
     key = ec.generate_private_key(ec.SECP256R1())
     cert = _serving_cert(ca, signing_key, key, f"{service}.{namespace}.svc", sans, now, days)
     try:
@@ -244,10 +315,23 @@ def generate_bundle(
     except (ValueError, TypeError, InvalidSignature) as exc:  # defensive: never write a broken chain
         raise CertError(f"generated certificate does not verify against the CA: {exc}") from None
 
-    bundle = Bundle(out_dir / CA_CERT, out_dir / TLS_CERT, out_dir / TLS_KEY)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ca_pem = ca.public_bytes(serialization.Encoding.PEM)
+    trust: Path | None = None
+    removed: list[Path] = []
     if ca_key_out is not None:
         _write(out_dir / CA_KEY, ca_key_out, 0o600)
-    _write(bundle.ca_crt, ca.public_bytes(serialization.Encoding.PEM), 0o644)
+    elif stale_key:  # replaced (--force) by a CA given from elsewhere: its key is not ours to keep
+        (out_dir / CA_KEY).unlink()
+        removed.append(out_dir / CA_KEY)
+    _write(out_dir / CA_CERT, ca_pem, 0o644)
+    if existing == "rotate":
+        trust = out_dir / CA_BUNDLE
+        _write(trust, ca_pem + b"".join(c.public_bytes(serialization.Encoding.PEM) for c in previous), 0o644)
+    elif (out_dir / CA_BUNDLE).exists():  # the rotation is over: ca.crt alone is the bundle now
+        (out_dir / CA_BUNDLE).unlink()
+        removed.append(out_dir / CA_BUNDLE)
+    bundle = Bundle(out_dir / CA_CERT, out_dir / TLS_CERT, out_dir / TLS_KEY, trust, tuple(removed))
     _write(bundle.tls_key, _key_pem(key), 0o600)
     _write(bundle.tls_crt, cert.public_bytes(serialization.Encoding.PEM), 0o644)
     return bundle

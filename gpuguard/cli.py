@@ -2,6 +2,12 @@
 
 Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``; they are
 imported lazily so ``gpuguard lint`` never pays for FastAPI or the Kubernetes client.
+
+Usage lines name the program as it was invoked: ``gpuguard``, or ``kubectl gpuguard`` when kubectl
+runs the ``kubectl-gpuguard`` plugin (kubectl execs the plugin with its path as ``argv[0]``:
+``syscall.Exec(executablePath, append([]string{executablePath}, cmdArgs...), …)`` in
+kubernetes/kubectl pkg/cmd/plugin.go).  A bad flag is reported with the usage of the subcommand it
+was given to.
 """
 
 from __future__ import annotations
@@ -9,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
+import os
 import sys
 from collections.abc import Sequence
 
@@ -23,7 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "why-pending": ("whypending.cmd_why_pending", "explain why GPU pods are Pending while GPUs sit idle"),
     "config": ("gpuguard.cmd_config", "print the config's JSON Schema, or check a config file"),
     "schema": ("gpuguard.schemas", "print the JSON Schema of a --format json report"),
-    "completion": ("gpuguard.completion", "print a bash or zsh completion script"),
+    "completion": ("gpuguard.completion", "print a bash, zsh or fish completion script"),
 }
 
 
@@ -34,10 +41,22 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def program_name(argv0: str | None = None) -> str:
+    """``kubectl gpuguard`` when run as the kubectl plugin ``kubectl-gpuguard``, else ``gpuguard``.
+
+    kubectl maps a plugin file name to its command by splitting at dashes and reading underscores
+    as dashes (``kubectl-foo_bar`` is ``kubectl foo-bar``: registerPluginCommands in
+    kubernetes/kubectl pkg/cmd/plugin/plugin_completion.go)."""
+    name = os.path.basename(sys.argv[0] if argv0 is None else argv0)
+    if name.startswith("kubectl-") and len(name) > len("kubectl-"):
+        return " ".join(["kubectl", *(part.replace("_", "-") for part in name[len("kubectl-"):].split("-"))])
+    return "gpuguard"
+
+
+def build_parser(only: str | None = None, prog: str = "gpuguard") -> argparse.ArgumentParser:
     """The parser; with ``only``, just that subcommand's module is imported (fast start-up)."""
     parser = argparse.ArgumentParser(
-        prog="gpuguard",
+        prog=prog,
         description="Will this pod get a working GPU? GPU policy checks for Kubernetes.",
     )
     parser.add_argument("--version", action="version", version=f"gpuguard {_version()}")
@@ -51,6 +70,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found.update(action.choices)
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from gpuguard.installation import problem
 
@@ -60,10 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args_list = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in args_list if not a.startswith("-")), None)
-    parser = build_parser(chosen if chosen in SUBCOMMANDS else None)
-    argv = args_list
+    parser = build_parser(chosen if chosen in SUBCOMMANDS else None, program_name())
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(args_list)
+        if unknown:  # argparse would blame the top-level parser; the subcommand's usage helps more
+            culprit = _subparsers(parser).get(args.command) or parser
+            culprit.error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:  # argparse exits 2 on bad usage, 0 on --help
         return int(exc.code or 0)
     if not args.command:

@@ -101,15 +101,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the release name charts are rendered with (default: release-name)")
     render.add_argument("--namespace", metavar="NS", help="the namespace charts are rendered into")
     from gpuguard.registry.cli import add_arguments as add_registry_arguments
+    from gpuguard.terminal import add_output_arguments
 
     add_registry_arguments(parser, default_on=False)
+    add_output_arguments(parser)
 
 
-def _render(report: Report, fmt: str, stream: TextIO) -> None:
+def _render(report: Report, args: argparse.Namespace, stream: TextIO) -> None:
+    from gpuguard.terminal import use_colour
     from linter.formats import github, json_format, sarif, text
 
-    renderers = {"text": text.render, "json": json_format.render, "sarif": sarif.render, "github": github.render}
-    renderers[fmt](report, stream)
+    if args.format == "text":
+        text.render(report, stream, colour=use_colour(stream, args.color), quiet=args.quiet)
+        return
+    renderers = {"json": json_format.render, "sarif": sarif.render, "github": github.render}
+    renderers[args.format](report, stream)
 
 
 def _fix(
@@ -290,9 +296,9 @@ def run(args: argparse.Namespace) -> int:
     if no_objects:
         names = ", ".join(paths) if len(paths) <= 3 else f"{len(paths)} paths"
         report.notes.append(f"no Kubernetes objects found in {names}")
-        if args.format != "text":
+        if args.format != "text" and not args.quiet:
             sys.stderr.write(f"gpuguard lint: note: no Kubernetes objects found in {names}\n")
-    _render(report, args.format, sys.stderr if stdout_taken else sys.stdout)
+    _render(report, args, sys.stderr if stdout_taken else sys.stdout)
     if args.sarif:
         _write_sarif(report, args.sarif)
     if no_objects and args.fail_if_no_objects:

@@ -26,6 +26,15 @@ connections, each busy or briefly idle) always gets in; the handshake deadline
 (``handshake_timeout``, a few seconds: the API server shakes hands in milliseconds) frees
 the rest.
 
+Plain HTTP sent to the TLS port (``curl http://…:8443``) is answered ``400`` with a body saying
+the port speaks HTTPS, as Go's net/http does ("Client sent an HTTP request to an HTTPS server",
+``(*conn).serve`` in src/net/http/server.go) and nginx with its 497, instead of a bare close.  The
+first byte tells: every TLS record starts with its ContentType, 20 to 24 (RFC 8446 §5.1; 24 is
+heartbeat, RFC 6520), and an SSLv2-compatible ClientHello with a byte whose high bit is set, so an
+ASCII capital (an HTTP method) is never TLS.  Nothing more of the request is parsed: the answer is
+written, the write side shut, and what the client still sends is read and dropped, up to
+``PLAIN_HTTP_DRAIN_BYTES``, until it closes or the handshake deadline ends the connection.
+
 The API server sends small heads (a few hundred bytes) and whole bodies at once, so none of this
 touches it; the limits are ``ConnectionLimits`` and every rejection is counted by reason.
 """
@@ -59,6 +68,14 @@ class ConnectionLimits:
 
 
 _STATUS = {431: b"431 Request Header Fields Too Large", 414: b"414 URI Too Long"}
+
+PLAIN_HTTP_BODY = b"this port speaks HTTPS: the request was sent as plain HTTP; send it with https://\n"
+PLAIN_HTTP_REPLY = (
+    b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n"
+    b"connection: close\r\n\r\n%s" % (len(PLAIN_HTTP_BODY), PLAIN_HTTP_BODY)
+)
+# What a plain-HTTP client may still send after the answer (dropped), before the connection is cut.
+PLAIN_HTTP_DRAIN_BYTES = 64 * 1024
 
 
 class _Rejected(Exception):
@@ -271,6 +288,8 @@ class _GuardedTLS(SSLProtocol):
         self._accepted_at = time.monotonic()
         self._handshake_timeout = limits.handshake_timeout
         self._handshake = waiter
+        self._first_byte_seen = False
+        self._plain_drained: int | None = None  # set once plain HTTP was answered: bytes dropped since
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
@@ -283,6 +302,36 @@ class _GuardedTLS(SSLProtocol):
         self._counted = True
         self._transport_ref = transport
         super().connection_made(transport)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        self._buffer: memoryview = super().get_buffer(sizehint)  # the loop reads into it
+        return self._buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._plain_drained is not None:  # answered already: drop the rest, within a bound
+            self._plain_drained += nbytes
+            if self._plain_drained > PLAIN_HTTP_DRAIN_BYTES:
+                cast(asyncio.Transport, self._transport_ref).abort()
+            return
+        if not self._first_byte_seen and nbytes > 0:
+            self._first_byte_seen = True
+            if 0x41 <= self._buffer[0] <= 0x5A:  # "A".."Z": an HTTP method, never a TLS record
+                self._answer_plain_http()
+                return
+        super().buffer_updated(nbytes)
+
+    def _answer_plain_http(self) -> None:
+        self._plain_drained = 0
+        self._reject("plain_http")
+        transport = cast(asyncio.Transport, self._transport_ref)
+        transport.write(PLAIN_HTTP_REPLY)
+        if transport.can_write_eof():
+            transport.write_eof()  # the client reads the answer, then an end of stream
+
+    def eof_received(self) -> None:
+        if self._plain_drained is not None:
+            return None  # the client is done: the transport closes
+        return super().eof_received()  # may be True (the standard library closes it later)
 
     def serving(self) -> bool:
         """Whether a request has been received whole and is being answered (never evicted)."""
@@ -309,7 +358,7 @@ class _GuardedTLS(SSLProtocol):
             return
         self._gate.leave(self, self._source)
         self._counted = False
-        if failed and not self._evicted:
+        if failed and not self._evicted and self._plain_drained is None:
             late = time.monotonic() - self._accepted_at >= self._handshake_timeout
             self._reject("tls_handshake_timeout" if late else "tls_handshake_failed")
 

@@ -71,6 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="gpuguard config (default: .gpuguard.yaml upward from cwd)")
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     parser.add_argument("--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    from gpuguard.terminal import add_output_arguments
+
+    add_output_arguments(parser, colour=False)  # the text has no colour
 
 
 def _check_usage(args: argparse.Namespace) -> tuple[str, ...]:
@@ -136,10 +139,12 @@ def build_report(args: argparse.Namespace, names: tuple[str, ...]) -> Report:
     return Report(diagnosis, state, scope, gathered.source, utilization, notes, chosen.missing)
 
 
-def _render(report: Report, fmt: str) -> str:
+def _render(report: Report, fmt: str, quiet: bool = False) -> str:
     from whypending import render_html, render_json, render_text
 
-    renderers = {"text": render_text.render, "json": render_json.render, "html": render_html.render}
+    if fmt == "text":
+        return render_text.render(report, quiet=quiet)
+    renderers = {"json": render_json.render, "html": render_html.render}
     return renderers[fmt](report)
 
 
@@ -156,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         names = _check_usage(args)
         report = build_report(args, names)
-        text = _render(report, args.format)
+        text = _render(report, args.format, args.quiet)
     except UsageError as exc:
         return fail(str(exc))
     except InputError as exc:
@@ -178,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
-    if args.output or args.format != "text":
+    if (args.output or args.format != "text") and not args.quiet:
         for note in report.notes_only():
             sys.stderr.write(f"{PROG}: note: {note}\n")
     return EXIT_ERROR if report.missing else EXIT_OK

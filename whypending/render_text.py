@@ -4,27 +4,22 @@ and only on a terminal."""
 
 from __future__ import annotations
 
-import shutil
 import sys
 import textwrap
 
+from gpuguard import terminal
 from policies.pending.diagnose import PodDiagnosis
 from whypending.report import Report
 from whypending.views import age, fits_now, pending_since, pod_facts, reason_view
 
 KIND_WIDTH = 18  # the longest kind, device-plugin-down
-MIN_WIDTH, MAX_WIDTH = 80, 160
-
-
-NO_WRAP = 1 << 20
+MIN_WIDTH, MAX_WIDTH, NO_WRAP = terminal.MIN_WIDTH, terminal.MAX_WIDTH, terminal.NO_WRAP
 
 
 def width() -> int:
     """The terminal's width (within MIN_WIDTH and MAX_WIDTH); no wrapping when stdout is not a
     terminal (a pipe or a file keeps each line whole, for grep)."""
-    if not sys.stdout.isatty():
-        return NO_WRAP
-    return max(MIN_WIDTH, min(MAX_WIDTH, shutil.get_terminal_size((100, 24)).columns))
+    return terminal.width(sys.stdout)
 
 
 def _wrap(text: str, first: str, rest: str, cols: int) -> list[str]:
@@ -76,8 +71,12 @@ def _pools(report: Report) -> list[str]:
             "  reserved: held for pods nominated by preemption; unavailable: cordoned or NotReady"]
 
 
-def render(report: Report) -> str:
+def render(report: Report, quiet: bool = False) -> str:
+    """The report; ``quiet``: the pods' blocks only (no heading, pools or notes)."""
     cols = width()
+    if quiet:
+        blocks = ["\n".join(_pod_block(report, pd, cols)) for pd in report.pods]
+        return "\n\n".join(blocks) + "\n" if blocks else ""
     lines = _wrap("gpuguard why-pending: " + report.headline(), "", "    ", cols)
     lines += _wrap(report.input_line(), "", "    ", cols)
     lines += _wrap(report.utilization_line(), "", "    ", cols)

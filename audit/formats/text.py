@@ -1,4 +1,8 @@
-"""``--format text``: findings per object (with ``--cluster-after``: introduced first), notes, pools, summary."""
+"""``--format text``: findings per object (with ``--cluster-after``: introduced first), notes, pools, summary.
+
+On a terminal the lines wrap to its width (gpuguard.terminal.width; the pool table never does); in a
+pipe every line is whole.  ``quiet`` keeps the findings and input errors only.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from collections.abc import Iterable
 from typing import TextIO
 
 from gpuguard.audit.model import CHANGES, AuditFinding, AuditResult
-from gpuguard.terminal import SEVERITY_COLOURS, Paint, plural, use_colour
+from gpuguard.terminal import NO_WRAP, SEVERITY_COLOURS, Paint, plural, use_colour, width, wrap
 from policies import pointer
 
 _CHANGE_COLOURS = {"introduced": "31", "resolved": "32", "unchanged": "2"}
@@ -18,7 +22,7 @@ def _where(f: AuditFinding) -> str:
     return f" ({f.origin.file}:{f.origin.line})" if f.origin.line else f" ({f.origin.file})"
 
 
-def _finding(f: AuditFinding, result: AuditResult, paint: Paint, show_object: bool) -> list[str]:
+def _finding(f: AuditFinding, result: AuditResult, paint: Paint, show_object: bool, cols: int = NO_WRAP) -> list[str]:
     sev = f.severity
     severity = str(sev)
     if f.previous_severity is not None:
@@ -29,13 +33,13 @@ def _finding(f: AuditFinding, result: AuditResult, paint: Paint, show_object: bo
         through = f" [+{owned} owned]" if owned else ""
         head += f" {paint('1', f.ref.qualified())}{through}{_where(f)}"
     field = pointer.to_dotted(f.finding.path) if f.finding.path else ""
-    lines = [head + (f" at {field}" if field else "")]
-    lines.append(f"      {f.finding.message}")
-    lines.append(f"      {paint('2', 'fix:')} {f.finding.remediation}")
+    lines = wrap(f"at {field}", cols, head + " ", "      ") if field else wrap(head, cols, rest="      ")
+    lines += wrap(f.finding.message, cols, "      ", "      ")
+    lines += wrap(f.finding.remediation, cols, f"      {paint('2', 'fix:')} ", "           ")
     return lines
 
 
-def _by_object(findings: Iterable[AuditFinding], result: AuditResult, paint: Paint) -> list[str]:
+def _by_object(findings: Iterable[AuditFinding], result: AuditResult, paint: Paint, cols: int = NO_WRAP) -> list[str]:
     lines: list[str] = []
     current = None
     for f in findings:
@@ -43,12 +47,12 @@ def _by_object(findings: Iterable[AuditFinding], result: AuditResult, paint: Pai
             current = f.ref.key
             owned = result.pods_through(f.ref)
             through = f"; {plural(owned, 'owned object')} reported with it" if owned else ""
-            lines.append(f"{paint('1', f.ref.qualified())}{_where(f)}{paint('2', through)}")
-        lines.extend(_finding(f, result, paint, show_object=False))
+            lines += wrap(f"{paint('1', f.ref.qualified())}{_where(f)}{paint('2', through)}", cols, rest="    ")
+        lines.extend(_finding(f, result, paint, show_object=False, cols=cols))
     return lines
 
 
-def _diff(result: AuditResult, paint: Paint) -> list[str]:
+def _diff(result: AuditResult, paint: Paint, cols: int = NO_WRAP) -> list[str]:
     lines = [f"planned change: {result.cluster} -> {result.cluster_after}"]
     for change in CHANGES:
         found = sorted(result.by_change(change),
@@ -56,7 +60,7 @@ def _diff(result: AuditResult, paint: Paint) -> list[str]:
         lines.append("")
         lines.append(paint(_CHANGE_COLOURS[change], f"{change.upper()} ({len(found)})"))
         for f in found:
-            lines.extend(_finding(f, result, paint, show_object=True))
+            lines.extend(_finding(f, result, paint, show_object=True, cols=cols))
     return lines
 
 
@@ -75,15 +79,21 @@ def _pools(result: AuditResult) -> list[str]:
     return out
 
 
-def render(result: AuditResult, stream: TextIO, colour: bool | None = None) -> None:
+def render(
+    result: AuditResult, stream: TextIO, colour: bool | None = None, quiet: bool = False, cols: int | None = None
+) -> None:
     paint = Paint(use_colour(stream) if colour is None else colour)
-    lines = _diff(result, paint) if result.compares else _by_object(result.findings, result, paint)
+    cols = width(stream) if cols is None else cols
+    lines = _diff(result, paint, cols) if result.compares else _by_object(result.findings, result, paint, cols)
     for e in result.errors:
         where = e.location()
         head = f"{paint('1', where)}: " if where else ""
-        lines.append(f"{head}{paint('31', 'input error')}: {e.message}")
+        lines += wrap(f"{head}{paint('31', 'input error')}: {e.message}", cols, rest="    ")
+    if quiet:
+        stream.write("".join(line + "\n" for line in lines))
+        return
     for note in result.notes:
-        lines.append(f"{paint('2', 'note')}: {note}")
+        lines += wrap(note, cols, f"{paint('2', 'note')}: ", "      ")
     lines.extend(_pools(result))
     c = result.counts
     counts = result.severity_counts()
@@ -95,8 +105,9 @@ def render(result: AuditResult, stream: TextIO, colour: bool | None = None) -> N
         tail = (f"{changes['introduced']} introduced ({plural(introduced['error'], 'error')}, "
                 f"{plural(introduced['warning'], 'warning')}, {plural(introduced['info'], 'info')}), "
                 f"{changes['resolved']} resolved, {changes['unchanged']} unchanged; after the change: " + tail)
-    lines.append(
+    lines += wrap(
         f"{tail}; {plural(len(result.errors), 'input error')} ({plural(c.objects, 'object')} judged, "
-        f"{plural(c.gpu_workloads, 'GPU workload')}, {c.through_owners} reported through their owners)"
+        f"{plural(c.gpu_workloads, 'GPU workload')}, {c.through_owners} reported through their owners)",
+        cols, rest="    ",
     )
     stream.write("\n".join(lines) + "\n")

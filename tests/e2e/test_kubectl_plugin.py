@@ -58,3 +58,28 @@ def test_kubectl_gpuguard_lint_keeps_the_exit_code(tmp_path: Path) -> None:
     assert "gpu-limit-missing" in {f["rule"] for f in json.loads(proc.stdout)["findings"]}
     proc = _kubectl(tmp_path, "gpuguard", "lint", str(FIXTURES / "lint" / "pod-good.yaml"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_kubectl_gpuguard_usage_names_kubectl_gpuguard(tmp_path: Path) -> None:
+    proc = _kubectl(tmp_path, "gpuguard", "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: kubectl gpuguard [-h] [--version] COMMAND ...")
+    proc = _kubectl(tmp_path, "gpuguard", "lint", "--help")
+    assert proc.stdout.startswith("usage: kubectl gpuguard lint ")
+    proc = _kubectl(tmp_path, "gpuguard", "lint", "--badflag")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("usage: kubectl gpuguard lint ")
+    assert "kubectl gpuguard lint: error: unrecognized arguments: --badflag" in proc.stderr
+
+
+def test_kubectl_completes_the_plugin_through_kubectl_complete_gpuguard(tmp_path: Path) -> None:
+    """kubectl's own completion (``kubectl __complete``, what its bash/zsh/fish scripts call) runs
+    ``kubectl_complete-gpuguard`` from PATH with the words after ``kubectl gpuguard``."""
+    assert (BIN / "kubectl_complete-gpuguard").is_file()
+    proc = _kubectl(tmp_path, "__complete", "gpuguard", "li")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["lint\tlint Kubernetes manifests for GPU problems", ":4"]
+    proc = _kubectl(tmp_path, "__complete", "gpuguard", "lint", "--format", "")
+    assert proc.stdout.splitlines() == ["text", "json", "sarif", "github", ":4"]
+    proc = _kubectl(tmp_path, "__complete", "gpuguard", "lint", "--helm-chart", "")
+    assert proc.stdout.splitlines() == [":16"]  # directories only, by the shell

@@ -1,4 +1,4 @@
-"""Ask real bash and zsh what they would complete, given a completion script.
+"""Ask real bash, zsh and fish what they would complete, given a completion script.
 
 bash: the script is sourced and the function registered for the command (``complete -p``) is
 called the way readline calls it, with COMP_WORDS/COMP_CWORD set; COMPREPLY is the answer.
@@ -8,6 +8,9 @@ a pseudo-terminal (zsh/zpty), with the script on ``fpath`` and ``compinit`` run;
 wrapped to record every candidate that matches the word being completed, the line is typed
 followed by TAB, and the widget bound to TAB prints a marker when completion has finished,
 which the driver waits for.
+
+fish: ``complete -C LINE`` prints what fish would offer at the end of LINE (``candidate<TAB>
+description``), after the script is sourced into a ``fish --no-config``.
 """
 
 from __future__ import annotations
@@ -81,3 +84,13 @@ def zsh_complete(zsh: Path, script: Path, line: str, cwd: Path, work: Path) -> s
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return set(out.read_text().splitlines()) if out.exists() else set()
+
+
+def fish_complete(fish: Path, script: Path, line: str, cwd: Path) -> set[str]:
+    """Candidates fish offers at the end of ``line``."""
+    proc = subprocess.run(
+        [str(fish), "--no-config", "-c", "source $argv[1]; complete -C $argv[2]", str(script), line],
+        cwd=cwd, capture_output=True, text=True, timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return {entry.split("\t", 1)[0] for entry in proc.stdout.splitlines() if entry}

@@ -222,12 +222,15 @@ def test_silent_connections_count_before_tls_and_close_at_the_handshake_deadline
 def test_a_failed_handshake_is_counted_and_frees_its_place(server: Server) -> None:
     wait_healthy(server)
     for _ in range(25):  # more than the cap: each failure must give its place back
-        with socket.create_connection(("127.0.0.1", server.port), timeout=DEADLINE) as sock:
-            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # plain HTTP on the TLS port
-            try:
-                while sock.recv(4096):
+        # bytes that are no TLS record, and plain HTTP on the TLS port (answered 400, then closed)
+        for first in (b"\x00\x01\x02\x03\x04 not TLS\r\n\r\n", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"):
+            with socket.create_connection(("127.0.0.1", server.port), timeout=DEADLINE) as sock:
+                sock.sendall(first)
+                try:
+                    while sock.recv(4096):
+                        pass
+                except ConnectionResetError:
                     pass
-            except ConnectionResetError:
-                pass
     wait_healthy(server)
     assert metric(server, 'gpuguard_connections_rejected_total{reason="tls_handshake_failed"}')
+    assert metric(server, 'gpuguard_connections_rejected_total{reason="plain_http"}')
