@@ -15,7 +15,7 @@
       - {apiVersion: example.com/v1, kind: Server, podSpec: /spec/pod}
     failureMode: allow | deny         # webhook answer when the engine itself fails
     registry: {enabled: true, ...}    # image config lookups (see policies.registry_config)
-    nodePools: [{name, labels, taints, resources, gpuProduct, driverVersion}]  # policies.declared_pools
+    nodePools: [{name, labels, taints, resources, gpuProduct, driverVersion, maxNodes}]  # policies.declared_pools
     extendedResourceToleration: true | false   # default: detected from the nodes (policies.managed)
 """
 

@@ -10,6 +10,10 @@ no Karpenter NodePool either; their nodes' labels, taints and GPU resources are 
         resources: {nvidia.com/gpu: 8}
         gpuProduct: NVIDIA-A100-SXM4-40GB   # optional: the GFD nvidia.com/gpu.product label
         driverVersion: "550.90.07"          # optional: the GFD nvidia.com/cuda.driver-version.* labels
+        maxNodes: 4                         # optional: the most nodes the pool can have
+
+Without ``maxNodes`` the pool's size is unknown: a gang that needs more of it than its existing
+nodes gets a warning, not an error (policies.gangfit).
 
 A declared pool's nodes carry exactly the declared labels, plus the well-known labels the kubelet
 and the cloud provider set on every node (kubernetes.io "Well-Known Labels, Annotations and
@@ -34,7 +38,7 @@ from policies.facts import (
 from policies.quantity import try_parse
 
 ORIGIN = "node pool"
-POOL_KEYS = ("name", "labels", "taints", "resources", "gpuProduct", "driverVersion")
+POOL_KEYS = ("name", "labels", "taints", "resources", "gpuProduct", "driverVersion", "maxNodes")
 TAINT_KEYS = ("key", "value", "effect")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 NODE_WELL_KNOWN = frozenset(
@@ -119,6 +123,14 @@ def _driver_labels(text: str, key: str) -> dict[str, str]:
     return labels
 
 
+def _max_nodes(raw: Any, key: str) -> int | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, int) or isinstance(raw, bool) or raw < 0:
+        raise PoolConfigError(f"{key}: expected a non-negative whole number of nodes, got {raw!r}")
+    return raw
+
+
 def parse_node_pools(raw: Any) -> tuple[NodeFacts, ...]:
     if raw is None:
         return ()
@@ -143,13 +155,15 @@ def parse_node_pools(raw: Any) -> tuple[NodeFacts, ...]:
             # A string: YAML reads an unquoted 550.90 as the number 550.9.
             driver = _string(entry["driverVersion"], f"{at}.driverVersion (quote it)")
             labels.update(_driver_labels(driver, f"{at}.driverVersion"))
+        max_nodes = _max_nodes(entry.get("maxNodes"), f"{at}.maxNodes")
         pools.append(
             NodeFacts(
                 name=name,
                 labels=labels,
                 taints=_taints(entry.get("taints"), f"{at}.taints"),
                 allocatable=_resources(entry.get("resources"), f"{at}.resources"),
-                pool=PoolTraits(origin=ORIGIN, open_keys=NODE_WELL_KNOWN),
+                pool=PoolTraits(origin=ORIGIN, open_keys=NODE_WELL_KNOWN, max_nodes=max_nodes,
+                                size_known=max_nodes is not None),
             )
         )
     return tuple(pools)

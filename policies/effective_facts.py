@@ -38,6 +38,8 @@ def effective_facts(facts: ClusterFacts, config: Config) -> ClusterFacts:
             pools=(*served.pools, *config.node_pools),
             extended_resource_toleration=ert,
             dra=served.dra,
+            quotas=served.quotas,
+            queues=served.queues,
         )
         object.__setattr__(merged, _MARK, config)
         return merged

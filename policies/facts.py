@@ -26,6 +26,8 @@ from policies.shapes import as_list, as_mapping
 
 if TYPE_CHECKING:
     from policies.dra.facts import DraFacts
+    from policies.queue_facts import QueueFacts
+    from policies.quota_facts import QuotaFacts
 
 LABEL_PRODUCT = "nvidia.com/gpu.product"
 LABEL_DRIVER_FULL = "nvidia.com/cuda.driver-version.full"
@@ -90,6 +92,13 @@ class PoolTraits:
     open_prefixes: tuple[str, ...] = ()
     startup_taints: tuple[Taint, ...] = ()
     shape_note: str = ""  # why the GPU shape is (partly) unknown, for messages
+    # How large the pool may grow (policies.gangfit): Karpenter ``spec.limits`` (totals over every
+    # node it has created, ``nodes`` among them), a declared pool's ``maxNodes``.  ``size_known``
+    # is False where nothing says (a declared pool without maxNodes); a NodePool without limits is
+    # unbounded by Karpenter's definition.
+    limits: tuple[tuple[str, Fraction], ...] = ()
+    max_nodes: int | None = None
+    size_known: bool = True
 
     def domain(self, key: str) -> LabelDomain:
         for k, d in self.domains:
@@ -308,6 +317,10 @@ class ClusterFacts:
     extended_resource_toleration: bool | None = None
     # DeviceClasses, ResourceSlices, ResourceClaims and templates (policies.dra.facts); None: not known.
     dra: DraFacts | None = None
+    # Namespace ResourceQuotas (policies.quota_facts) and Kueue queues (policies.queue_facts);
+    # None: not known (not in the snapshot, Kueue not served).
+    quotas: QuotaFacts | None = None
+    queues: QueueFacts | None = None
     groups: tuple[NodeGroup, ...] = field(init=False, default=())
 
     def __post_init__(self) -> None:
@@ -353,7 +366,8 @@ class ClusterFacts:
         def compute() -> ClusterFacts:
             nodes = tuple(n for n in self.nodes if n.name == node_name)
             source = f"{self.source}, node {node_name}"
-            return ClusterFacts(nodes=nodes, runtime_classes=self.runtime_classes, source=source, dra=self.dra)
+            return ClusterFacts(nodes=nodes, runtime_classes=self.runtime_classes, source=source, dra=self.dra,
+                                quotas=self.quotas, queues=self.queues)
 
         return self.memoised(BoundNodeKey(node_name), compute)
 
@@ -390,9 +404,12 @@ class ClusterFacts:
     @classmethod
     def from_objects(cls, objects: Iterable[Mapping[str, Any]], source: str = "snapshot") -> ClusterFacts:
         """Build from Node, RuntimeClass, Karpenter NodePool and ``resource.k8s.io`` objects (DeviceClasses,
-        ResourceSlices, ResourceClaims, ResourceClaimTemplates); ``List`` objects are flattened."""
+        ResourceSlices, ResourceClaims, ResourceClaimTemplates), ResourceQuotas and Kueue objects;
+        ``List`` objects are flattened."""
         from policies.dra.facts import dra_facts_from_objects
         from policies.karpenter import is_nodepool, nodepool_from_object
+        from policies.queue_facts import queue_facts_from_objects
+        from policies.quota_facts import quota_facts_from_objects
 
         objects = list(flatten(objects))
 
@@ -414,7 +431,8 @@ class ClusterFacts:
                 if pool is not None:
                     pools.append(pool)
         dra = dra_facts_from_objects(objects)
-        return cls(nodes=tuple(nodes), runtime_classes=classes, source=source, pools=tuple(pools), dra=dra)
+        return cls(nodes=tuple(nodes), runtime_classes=classes, source=source, pools=tuple(pools), dra=dra,
+                   quotas=quota_facts_from_objects(objects), queues=queue_facts_from_objects(objects))
 
 
 def flatten(objects: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
