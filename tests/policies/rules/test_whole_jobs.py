@@ -111,7 +111,7 @@ def test_kueue_tas_flavor_leads_to_gpu_nodes_only_where_they_carry_its_node_labe
 def test_quota_on_the_kubeflow_mnist_example() -> None:
     job = doc("real/kubeflow__trainer__examples__pytorch__mnist__v1__pytorch_job_mnist_nccl.yaml", "PyTorchJob")
     job["metadata"]["namespace"] = "ml"  # changed: the example names no namespace
-    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpus", "namespace": "ml"},
+    quota: dict[str, Any] = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpus", "namespace": "ml"},
              "spec": {"hard": {"requests.nvidia.com/gpu": "1"}}}
     facts = ClusterFacts.from_objects([h100("n0"), quota])
     (f,) = findings(job, facts, "gpu-quota-exceeded")
