@@ -4,6 +4,9 @@ GKE node pools and Cluster Autoscaler node groups scaled to zero have no Node ob
 no Karpenter NodePool either; their nodes' labels, taints and GPU resources are declared instead
 (the keys of a ``nodePools`` entry are declared by the config model, ``gpuguard.sources.configmodel``).
 
+Without ``maxNodes`` the pool's size is unknown: a gang that needs more of it than its existing
+nodes gets a warning, not an error (policies.gangfit).
+
 A declared pool's nodes carry exactly the declared labels, plus the well-known labels the kubelet
 and the cloud provider set on every node (kubernetes.io "Well-Known Labels, Annotations and
 Taints": ``kubernetes.io/arch``, ``kubernetes.io/os``, ``node.kubernetes.io/instance-type``,
@@ -58,9 +61,11 @@ def declared_pool(
     resources: Mapping[str, Fraction],
     gpu_product: str | None = None,
     driver_version: str | None = None,
+    max_nodes: int | None = None,
 ) -> NodeFacts:
     """A declared pool as the node it would add: its labels (with the GPU product and driver
-    labels GFD would set), taints and allocatable resources; the well-known labels stay open."""
+    labels GFD would set), taints and allocatable resources; the well-known labels stay open.
+    ``max_nodes`` (config ``maxNodes``): the most nodes the pool can have; None means unknown."""
     all_labels = dict(labels)
     if gpu_product is not None:
         all_labels[LABEL_PRODUCT] = gpu_product
@@ -71,5 +76,6 @@ def declared_pool(
         labels=all_labels,
         taints=taints,
         allocatable=dict(resources),
-        pool=PoolTraits(origin=ORIGIN, open_keys=NODE_WELL_KNOWN),
+        pool=PoolTraits(origin=ORIGIN, open_keys=NODE_WELL_KNOWN, max_nodes=max_nodes,
+                        size_known=max_nodes is not None),
     )

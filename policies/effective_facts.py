@@ -46,6 +46,8 @@ def effective_facts(facts: ClusterFacts, config: Config) -> ClusterFacts:
             groups=served.node_groups,
             tokens=tokens,
             basis=facts.previous_value(key, config, pinned=True),
+            quotas=served.quotas,
+            queues=served.queues,
         )
         object.__setattr__(merged, _MARK, config)
         return merged

@@ -27,8 +27,8 @@ from policies.memo import (
 from policies.patching import apply_patch, combine
 from policies.placeholders import Placeholder, find_placeholders, has_selector_values_unknown
 from policies.podspec import PodTemplate, extract
-from policies.registry import OBJECT_RULES, RULES
-from policies.rule import ObjectContext, RuleContext, RuleModule
+from policies.registry import OBJECT_RULES, RULES, WORKLOAD_RULES
+from policies.rule import ObjectContext, RuleContext, RuleModule, WorkloadContext
 from policies.scheduling import churning_selector_keys
 from policies.shapes import as_dict, text
 from policies.types import Finding, PatchOp, RelOp, Severity, Violation
@@ -287,6 +287,8 @@ def _evaluate(
             module = RULES[rule_id]
             settings = config.settings(rule_id)
             ev.findings.append(_finding(rule_id, module.REMEDIATION, settings, v, pod, kind, name, namespace))
+    if ev.gpu_related:
+        skipped.update(_check_workload(ev, obj, templates, config, kind, name, namespace, honoured, has_facts))
     ev.skipped_rules = tuple(sorted(skipped))
     return ev
 
@@ -417,6 +419,8 @@ def _plan(config: Config, facts: ClusterFacts) -> tuple[PlannedRule, ...]:
         planned = []
         for rule_id, module in RULES.items():
             settings = config.settings(rule_id)
+            if rule_id in WORKLOAD_RULES:
+                continue  # run once per object, by _check_workload
             if settings.severity is not None:
                 planned.append((rule_id, module, settings.options, module.NEEDS_FACTS == "yes",
                                 module.NEEDS_SCHEDULING, module.APPLIES))
@@ -537,6 +541,64 @@ def _check_object(
             )
     if ev.gpu_related:
         ev.ignore_uses.extend(uses)
+    return skipped
+
+
+def _check_workload(
+    ev: Evaluation,
+    obj: dict[str, Any],
+    templates: list[PodTemplate],
+    config: Config,
+    kind: str,
+    name: str,
+    namespace: str,
+    honoured: bool,
+    has_facts: bool,
+) -> set[str]:
+    """Workload rules (gangs, quotas, queues) on the whole object, after its templates; returns the
+    rules skipped for lack of facts where they had something to judge.  The ignore annotation on the
+    object, or on any of its templates, skips them."""
+    named: set[str] = set()
+    if honoured:
+        for pod in (None, *templates):
+            for use in _ignore_uses(obj, pod, True, config):
+                named.update(use.rules)
+    ignored = config.skipped_by_annotation(named) if named else frozenset()
+    if "all" in named or ignored >= WORKLOAD_RULES.keys():
+        return set()
+    skipped: set[str] = set()
+    ctx = WorkloadContext(obj=obj, templates=tuple(templates), facts=ev.facts, has_facts=has_facts, options={},
+                          is_gpu=config.is_gpu, namespace=namespace)
+    for rule_id, module in WORKLOAD_RULES.items():
+        settings = config.settings(rule_id)
+        if settings.severity is None or rule_id in ignored:
+            continue
+        budget.check()
+        ctx.options = settings.options
+        try:
+            if module.NEEDS_FACTS == "yes" and not has_facts:
+                if module.relevant(ctx):
+                    skipped.add(rule_id)
+                continue
+            violations = list(module.check_workload(ctx))
+        except Exception as exc:  # budget.Overtime is a BaseException: it passes through
+            problem = f"rule {rule_id} failed on this object ({type(exc).__name__}: {text(str(exc), 200)})"
+            _object_check_failed(ev, config, problem, kind, name, namespace)
+            continue
+        for v in violations:
+            severity = settings.severity if settings.explicit or v.severity is None else v.severity
+            ev.findings.append(
+                Finding(
+                    rule=rule_id,
+                    severity=severity,
+                    message=v.message,
+                    path=pointer.join("", v.path),
+                    remediation=v.remediation or module.REMEDIATION,
+                    kind=kind,
+                    name=name,
+                    namespace=namespace,
+                )
+            )
     return skipped
 
 

@@ -22,12 +22,25 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from policies.labeldomain import LabelDomain
 from policies.managed import detect_extended_resource_toleration, pending_gpu_resources
 from policies.quantity import try_parse
-from policies.reads import ASPECTS, DRA_DEVICES, NODES, POOLS, RUNTIME_CLASSES, note, note_all, recording
+from policies.reads import (
+    ASPECTS,
+    DRA_DEVICES,
+    NODES,
+    POOLS,
+    QUEUES,
+    QUOTAS,
+    RUNTIME_CLASSES,
+    note,
+    note_all,
+    recording,
+)
 from policies.resources import is_native
 from policies.shapes import as_list, as_mapping
 
 if TYPE_CHECKING:
     from policies.dra.facts import DraFacts
+    from policies.queue_facts import QueueFacts
+    from policies.quota_facts import QuotaFacts
 
 LABEL_PRODUCT = "nvidia.com/gpu.product"
 LABEL_DRIVER_FULL = "nvidia.com/cuda.driver-version.full"
@@ -99,6 +112,13 @@ class PoolTraits:
     open_prefixes: tuple[str, ...] = ()
     startup_taints: tuple[Taint, ...] = ()
     shape_note: str = ""  # why the GPU shape is (partly) unknown, for messages
+    # How large the pool may grow (policies.gangfit): Karpenter ``spec.limits`` (totals over every
+    # node it has created, ``nodes`` among them), a declared pool's ``maxNodes``.  ``size_known``
+    # is False where nothing says (a declared pool without maxNodes); a NodePool without limits is
+    # unbounded by Karpenter's definition.
+    limits: tuple[tuple[str, Fraction], ...] = ()
+    max_nodes: int | None = None
+    size_known: bool = True
 
     def domain(self, key: str) -> LabelDomain:
         for k, d in self.domains:
@@ -377,6 +397,8 @@ class ClusterFacts:
     _pools: tuple[NodeFacts, ...]
     _extended_resource_toleration: bool | None
     _dra: DraFacts | None
+    _quotas: QuotaFacts | None
+    _queues: QueueFacts | None
     _groups: tuple[NodeGroup, ...]
     _node_groups: int
     _ert_reason: str | None
@@ -394,6 +416,8 @@ class ClusterFacts:
         pools: Iterable[NodeFacts] = (),
         extended_resource_toleration: bool | None = None,
         dra: DraFacts | None = None,
+        quotas: QuotaFacts | None = None,
+        queues: QueueFacts | None = None,
         *,
         groups: tuple[NodeGroup, ...] | None = None,
         tokens: Tokens | None = None,
@@ -409,6 +433,8 @@ class ClusterFacts:
         put(self, "_pools", pools)
         put(self, "_extended_resource_toleration", extended_resource_toleration)
         put(self, "_dra", dra)
+        put(self, "_quotas", quotas)
+        put(self, "_queues", queues)
         # What was worked out of the same nodes (groups, what they tell) is taken from ``lender``: the
         # snapshot just before, which need not be the ``basis`` whose memo is kept.
         lender = lender if lender is not None else basis
@@ -445,7 +471,7 @@ class ClusterFacts:
 
     def _fields(self) -> tuple[Any, ...]:
         return (self._nodes, dict(self._runtime_classes), self.source, self._pools,
-                self._extended_resource_toleration, self._dra)
+                self._extended_resource_toleration, self._dra, self._quotas, self._queues)
 
     def __repr__(self) -> str:
         return (f"ClusterFacts(source={self.source!r}, nodes={len(self._nodes)}, groups={len(self._groups)}, "
@@ -484,6 +510,18 @@ class ClusterFacts:
         """DeviceClasses, ResourceSlices, ResourceClaims and templates (policies.dra.facts); None: not known."""
         note(DRA_DEVICES)  # what the DRA facts hold is recorded by their own accessors
         return self._dra
+
+    @property
+    def quotas(self) -> QuotaFacts | None:
+        """Namespace ResourceQuotas (policies.quota_facts); None: not known (not in the snapshot)."""
+        note(QUOTAS)
+        return self._quotas
+
+    @property
+    def queues(self) -> QueueFacts | None:
+        """Kueue queues (policies.queue_facts); None: not known (not in the snapshot, Kueue not served)."""
+        note(QUEUES)
+        return self._queues
 
     @property
     def extended_resource_toleration(self) -> bool | None:
@@ -547,7 +585,8 @@ class ClusterFacts:
             source = f"{self.source}, node {node_name}"
             tokens = self.derived_tokens(("bound", node_name), {NODES: (NODES,), POOLS: ()})
             return ClusterFacts(nodes=nodes, runtime_classes=self.runtime_classes, source=source, dra=self._dra,
-                                tokens=tokens, basis=self.previous_value(key))
+                                quotas=self._quotas, queues=self._queues, tokens=tokens,
+                                basis=self.previous_value(key))
 
         return self.memoised(key, compute)
 
@@ -626,9 +665,12 @@ class ClusterFacts:
     @classmethod
     def from_objects(cls, objects: Iterable[Mapping[str, Any]], source: str = "snapshot") -> ClusterFacts:
         """Build from Node, RuntimeClass, Karpenter NodePool and ``resource.k8s.io`` objects (DeviceClasses,
-        ResourceSlices, ResourceClaims, ResourceClaimTemplates); ``List`` objects are flattened."""
+        ResourceSlices, ResourceClaims, ResourceClaimTemplates), ResourceQuotas and Kueue objects;
+        ``List`` objects are flattened."""
         from policies.dra.facts import dra_facts_from_objects
         from policies.karpenter import is_nodepool, nodepool_from_object
+        from policies.queue_facts import queue_facts_from_objects
+        from policies.quota_facts import quota_facts_from_objects
 
         objects = list(flatten(objects))
 
@@ -650,7 +692,8 @@ class ClusterFacts:
                 if pool is not None:
                     pools.append(pool)
         dra = dra_facts_from_objects(objects)
-        return cls(nodes=tuple(nodes), runtime_classes=classes, source=source, pools=tuple(pools), dra=dra)
+        return cls(nodes=tuple(nodes), runtime_classes=classes, source=source, pools=tuple(pools), dra=dra,
+                   quotas=quota_facts_from_objects(objects), queues=queue_facts_from_objects(objects))
 
 
 _PRESENCE = frozenset({NODES, POOLS, RUNTIME_CLASSES})

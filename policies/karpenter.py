@@ -13,7 +13,11 @@ pkg/apis/v1/nodepool.go, nodeclaim.go):
   take a value the chosen instance type decides; a custom label the NodePool does not define is
   never on its nodes (pkg/scheduling/requirements.go ``Compatible``);
 * ``spec.limits`` caps the pool's total resources, so a limit of 0 GPUs means none, and no node
-  can hold more GPUs than the limit.
+  can hold more GPUs than the limit.  The limits are kept whole (``PoolTraits.limits``): a limit
+  is compared with the total of every node the pool has created (pkg/apis/v1/nodepool.go
+  ``Limits.ExceededBy``; ``limits.nodes`` counts nodes), so they bound how many pods of a gang
+  the pool can ever hold (policies.gangfit).  A static NodePool (``spec.replicas``, alpha) keeps
+  that many nodes.
 
 GPU kind and count come from the provider's instance labels, which Karpenter requires like any
 other label (``GPU_LABELS`` below, each row with its source).  A NodePool whose requirements leave
@@ -251,6 +255,8 @@ def nodepool_from_object(obj: Mapping[str, Any]) -> NodeFacts | None:
         open_keys=open_keys,
         open_prefixes=open_prefixes,
         startup_taints=parse_taints(node_spec.get("startupTaints")),
+        limits=_limit_items(as_mapping(spec.get("limits"))),
+        max_nodes=_replicas(spec.get("replicas")),
     )
 
     def domain_of(key: str) -> LabelDomain:
@@ -272,6 +278,19 @@ def nodepool_from_object(obj: Mapping[str, Any]) -> NodeFacts | None:
         may_offer=may_offer,
         pool=traits,
     )
+
+
+def _limit_items(limits: Mapping[str, Any]) -> tuple[tuple[str, Fraction], ...]:
+    items = []
+    for resource, raw in limits.items():
+        limit = try_parse(raw)
+        if isinstance(resource, str) and limit is not None:
+            items.append((resource, max(limit, Fraction(0))))
+    return tuple(sorted(items))
+
+
+def _replicas(raw: Any) -> int | None:
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0 else None
 
 
 def _apply_limits(shape: GpuShape, limits: Mapping[str, Any]) -> tuple[dict[str, Fraction], frozenset[str]]:

@@ -21,7 +21,9 @@ RUNTIME_CLASSES = "runtime-classes"
 DRA_DEVICES = "dra-devices"  # DeviceClasses and ResourceSlices, and what is derived from them
 DRA_CLAIMS = "dra-claims"  # ResourceClaims: allocations, devices in use
 DRA_TEMPLATES = "dra-templates"  # ResourceClaimTemplates
-ASPECTS = (NODES, POOLS, RUNTIME_CLASSES, DRA_DEVICES, DRA_CLAIMS, DRA_TEMPLATES)
+QUOTAS = "quotas"  # namespace ResourceQuotas (their spec)
+QUEUES = "queues"  # Kueue LocalQueues, ClusterQueues, ResourceFlavors, Cohorts (their spec)
+ASPECTS = (NODES, POOLS, RUNTIME_CLASSES, DRA_DEVICES, DRA_CLAIMS, DRA_TEMPLATES, QUOTAS, QUEUES)
 DRA_ASPECTS = frozenset({DRA_DEVICES, DRA_CLAIMS, DRA_TEMPLATES})
 
 

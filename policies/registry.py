@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policies.rule import ObjectRuleModule, RuleModule
+from policies.rule import ObjectRuleModule, RuleModule, WorkloadRuleModule
 from policies.rules import (
     gpu_check_failed,
     gpu_cuda_driver_mismatch,
@@ -14,10 +14,13 @@ from policies.rules import (
     gpu_dra_selector,
     gpu_dra_unsatisfiable,
     gpu_exceeds_node_capacity,
+    gpu_gang_unschedulable,
     gpu_kind_unknown,
     gpu_limit_missing,
     gpu_memory_limit_missing,
     gpu_node_selector_mismatch,
+    gpu_queue_unadmittable,
+    gpu_quota_exceeded,
     gpu_request_limit_mismatch,
     gpu_resource_unknown,
     gpu_runtime_class,
@@ -49,6 +52,9 @@ RULES: dict[str, RuleModule] = {
     gpu_dra_unsatisfiable.ID: gpu_dra_unsatisfiable,
     gpu_dra_mixed_allocation.ID: gpu_dra_mixed_allocation,
     gpu_cuda_driver_mismatch.ID: gpu_cuda_driver_mismatch,
+    gpu_gang_unschedulable.ID: gpu_gang_unschedulable,
+    gpu_quota_exceeded.ID: gpu_quota_exceeded,
+    gpu_queue_unadmittable.ID: gpu_queue_unadmittable,
     gpu_check_failed.ID: gpu_check_failed,
     gpu_kind_unknown.ID: gpu_kind_unknown,
 }
@@ -61,4 +67,13 @@ OBJECT_RULES: dict[str, ObjectRuleModule] = {
     gpu_dra_selector.ID: gpu_dra_selector,
     gpu_dra_unsatisfiable.ID: gpu_dra_unsatisfiable,
     gpu_dra_mixed_allocation.ID: gpu_dra_mixed_allocation,
+}
+
+# Rules that judge whole workloads (a gang, its namespace's quotas, its queue), once per object with
+# GPU pod templates (also listed in RULES).  The webhook never denies an UPDATE for them: what they
+# judge is decided when the object is created.
+WORKLOAD_RULES: dict[str, WorkloadRuleModule] = {
+    gpu_gang_unschedulable.ID: gpu_gang_unschedulable,
+    gpu_quota_exceeded.ID: gpu_quota_exceeded,
+    gpu_queue_unadmittable.ID: gpu_queue_unadmittable,
 }

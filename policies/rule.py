@@ -127,5 +127,34 @@ class ObjectRuleModule(RuleModule, Protocol):
     def check_object(self, ctx: ObjectContext) -> Iterable[Violation]: ...
 
 
+@dataclass(slots=True)
+class WorkloadContext:
+    """What a workload rule sees: a whole object with every pod template extracted from it.
+
+    ``namespace`` is the object's (the webhook fills in the request's when the object names none);
+    "" when unknown (a manifest without one), in which case rules about a namespace stay silent.
+    """
+
+    obj: dict[str, Any]
+    templates: tuple[PodTemplate, ...]
+    facts: ClusterFacts
+    has_facts: bool
+    options: Mapping[str, Any]
+    is_gpu: Callable[[str], bool]
+    namespace: str = ""
+
+
+class WorkloadRuleModule(RuleModule, Protocol):
+    """A rule about a whole workload object (a gang, its namespace's quotas, its Kueue queue): it
+    runs once per object that has GPU pod templates, after the template rules; its ``check`` judges
+    no pod template, and its violations' paths are relative to the object."""
+
+    def relevant(self, ctx: WorkloadContext) -> bool:
+        """Whether the rule has anything to judge here (for the "skipped without facts" note)."""
+        ...
+
+    def check_workload(self, ctx: WorkloadContext) -> Iterable[Violation]: ...
+
+
 def rule_doc(module: RuleModule | ModuleType) -> str:
     return (module.__doc__ or "").strip()

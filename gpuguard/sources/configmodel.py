@@ -512,11 +512,15 @@ class PoolDocument(_Model):
     driver_version: DriverVersion | None = Field(
         default=None, alias="driverVersion", description="the NVIDIA driver, e.g. \"550.90.07\" (quoted)"
     )
+    max_nodes: StrictInt | None = Field(
+        default=None, alias="maxNodes", ge=0,
+        description="the most nodes the pool can have (gangs that need more get an error; unknown: a warning)",
+    )
 
     def facts(self) -> NodeFacts:
         taints = tuple(Taint(t.key, t.value or "", t.effect) for t in self.taints or ())
         return declared_pool(self.name, self.labels or {}, taints, self.resources or {}, self.gpu_product,
-                             self.driver_version)
+                             self.driver_version, self.max_nodes)
 
 
 def _unique_names(pools: list[PoolDocument] | None) -> list[PoolDocument] | None:

@@ -137,6 +137,8 @@ def with_dra_capacity(facts: ClusterFacts) -> ClusterFacts:
             pools=facts.pools,
             extended_resource_toleration=facts.extended_resource_toleration,
             dra=dra,
+            quotas=facts.quotas,
+            queues=facts.queues,
         )
         object.__setattr__(augmented, _MARK, True)
         return augmented

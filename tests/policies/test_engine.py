@@ -10,7 +10,7 @@ import pytest
 from gpuguard.sources.configmodel import load_config
 from policies import ClusterFacts, evaluate
 from policies.patching import combine
-from policies.registry import RULES
+from policies.registry import RULES, WORKLOAD_RULES
 from policies.types import PatchOp
 
 
@@ -75,8 +75,21 @@ def test_severity_override() -> None:
 def test_facts_rules_skipped_without_facts_and_run_with_them(example_facts: ClusterFacts) -> None:
     needing = {rid for rid, m in RULES.items() if m.NEEDS_FACTS == "yes"}
     pod = _pod({"nvidia.com/gpu": 1})
-    assert set(evaluate(pod).skipped_rules) == needing
+    # A pod is no gang and names no queue: the workload rules have nothing to judge on it.
+    assert set(evaluate(pod).skipped_rules) == needing - set(WORKLOAD_RULES)
     assert evaluate(pod, facts=example_facts).skipped_rules == ()
+
+
+def test_workload_rules_are_noted_as_skipped_where_they_would_judge() -> None:
+    worker = {"replicas": 2, "template": {"spec": {"containers": [
+        {"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}
+    job: dict[str, Any] = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+                           "metadata": {"name": "j", "namespace": "ml", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+                           "spec": {"pytorchReplicaSpecs": {"Worker": worker}}}
+    assert set(WORKLOAD_RULES) <= set(evaluate(job).skipped_rules)
+    del job["metadata"]["namespace"]  # no namespace: no quota or queue to look up
+    skipped = set(evaluate(job).skipped_rules)
+    assert "gpu-gang-unschedulable" in skipped and not {"gpu-quota-exceeded", "gpu-queue-unadmittable"} & skipped
 
 
 def test_non_gpu_pod_is_not_gpu_related() -> None:
