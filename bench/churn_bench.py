@@ -286,7 +286,7 @@ class Webhook:
     def metrics(self) -> dict[str, float]:
         out: dict[str, float] = {}
         for line in self.get("/metrics").decode().splitlines():
-            if line.startswith("gpuguard_cluster_facts") and " " in line:
+            if line.startswith(("gpuguard_cluster_facts", "gpuguard_gc_", "python_gc_collections")) and " " in line:
                 name, _, value = line.rpartition(" ")
                 with contextlib.suppress(ValueError):
                     out[name] = float(value)

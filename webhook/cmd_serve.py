@@ -140,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuguard.sources.yamlsafe import InputError
     from policies.config import Config
     from webhook.app import FactsProvider, StaticFacts
+    from webhook.heap import HeapKeeper
     from webhook.lanes import LaneLimits
     from webhook.protocol import ConnectionLimits
     from webhook.server import ServeOptions, serve
@@ -198,11 +199,13 @@ def run(args: argparse.Namespace) -> int:
     if snapshot is not None:
         log.info("loaded %d nodes and %d RuntimeClasses", len(snapshot.nodes), len(snapshot.runtime_classes))
     live: Any = None
+    # Full garbage collections would walk every object of the facts with the GIL held (webhook.heap).
+    heap = HeapKeeper()
     if args.in_cluster or args.kubeconfig:
         from webhook.live_facts import from_kubeconfig
 
         try:  # load the credentials now so that a missing kubeconfig fails before serving
-            live = from_kubeconfig(args.kubeconfig, args.in_cluster)
+            live = from_kubeconfig(args.kubeconfig, args.in_cluster, on_update=heap.settle)
         except Exception as exc:
             log.error("cannot load Kubernetes credentials: %s", exc)
             return 2
@@ -212,7 +215,9 @@ def run(args: argparse.Namespace) -> int:
         if live is not None:
             provider: FactsProvider = live.start()
             return provider
-        return StaticFacts(snapshot)
+        static = StaticFacts(snapshot)
+        heap.settle()
+        return static
 
     options = ServeOptions(
         config=config,

@@ -11,6 +11,7 @@ prefer one worker per pod and more replicas).
 from __future__ import annotations
 
 import bisect
+import gc
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -239,4 +240,12 @@ class Metrics:
                 metric = f"gpuguard_cluster_facts_{key}"
                 family(metric, typ, doc)
                 out.append(f"{metric} {_number(round(publishing[key], 6))}")
+        # The collector's work, named as prometheus-client's GCCollector names it, and what is frozen
+        # out of its reach (webhook.heap).
+        family("python_gc_collections_total", "counter", "Number of times this generation was collected")
+        for generation, stats in enumerate(gc.get_stats()):
+            out.append(f'python_gc_collections_total{{generation="{generation}"}} {stats["collections"]}')
+        family("gpuguard_gc_frozen_objects", "gauge",
+               "Objects in the permanent generation (gc.freeze): long-lived facts full collections skip.")
+        out.append(f"gpuguard_gc_frozen_objects {gc.get_freeze_count()}")
         return "\n".join(out) + "\n"

@@ -280,6 +280,10 @@ def test_metrics_and_readiness(server: Server) -> None:
     assert 'gpuguard_admission_reviews_total{endpoint="validate",kind="Pod",operation="CREATE",allowed="false"}' in text
     assert "gpuguard_admission_review_duration_seconds_bucket" in text
     assert "gpuguard_cluster_facts_age_seconds" in text and "gpuguard_cluster_facts_ready 1" in text
+    # the loaded facts were frozen out of full collections (webhook.heap); collections are counted
+    frozen = next(line for line in text.splitlines() if line.startswith("gpuguard_gc_frozen_objects "))
+    assert int(frozen.split()[1]) > 10_000
+    assert 'python_gc_collections_total{generation="2"}' in text
 
 
 # --- load ------------------------------------------------------------------------------------
