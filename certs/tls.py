@@ -119,7 +119,7 @@ def _refusal(files: list[Path]) -> str:
     out_dir = files[0].parent
     names = " and ".join(str(f) for f in files)
     return (
-        f"{names} already exist{'s' if len(files) == 1 else ''}: a new CA would invalidate the caBundle injected "
+        f"{names} already {'exists' if len(files) == 1 else 'exist'}: a new CA would invalidate the caBundle injected "
         "from it (the API server then fails every call to the webhook). To renew the serving certificate with "
         f"that CA: --ca-cert {out_dir / CA_CERT} --ca-key {out_dir / CA_KEY}; to change the CA without an "
         "outage: --rotate (the old CA stays in the bundle); to replace it anyway: --force"

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from policies.wording import plural
+
 EXIT_INVALID = 2
 
 
@@ -35,7 +37,7 @@ def summary(raw: object) -> str:
     rules = raw.get("rules")
     text = f"sets {', '.join(map(str, keys))}"
     if isinstance(rules, Mapping) and rules:
-        text += f"; {len(rules)} rule{'s' if len(rules) != 1 else ''} configured"
+        text += f"; {plural(len(rules), 'rule')} configured"
     return text
 
 

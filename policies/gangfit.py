@@ -39,6 +39,7 @@ from policies.podresources import pod_requests
 from policies.quantity import format_quantity, try_parse
 from policies.scheduling import GroupVerdict
 from policies.shapes import as_dict
+from policies.wording import plural
 
 UNBOUNDED = 1 << 40
 MAX_SUBSET_SETS = 6  # every combination of up to this many pod sets is checked; beyond, singletons and all
@@ -219,7 +220,7 @@ def _pool_room(snap: _Snapshot, verdict: GroupVerdict, shape: Shape) -> tuple[in
         remaining = max(scheduler_units(resource, limit) - used.get(resource, 0), 0)
         shown = f"limits {resource}: {format_quantity(limit)}"
         if used.get(resource):
-            shown += f", {_show(resource, used[resource])} on its {existing_count} node(s)"
+            shown += f", {_show(resource, used[resource])} on its {plural(existing_count, 'node')}"
         bounds.append((remaining // want, shown))
     if traits.max_nodes is not None:
         left = max(traits.max_nodes - existing_count, 0)

@@ -45,11 +45,16 @@ MAX_COMPARED = 253
 MIN_PREFIX = 3
 
 
+def _plain(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "")
+
+
 def suggest(name: str, candidates: Iterable[str], *, limit: int = 1, cutoff: float = 0.6,
             spread: float | None = None) -> list[str]:
     """The candidates ``name`` most likely meant, best first, at most ``limit`` of them.
 
-    Ranked: the same name in another case (``Sample`` → ``sample``); then candidates that start
+    Ranked: the same name in another case or with other separators (``Sample`` → ``sample``,
+    ``mutate_templates`` → ``mutateTemplates``); then candidates that start
     with ``name`` or that ``name`` starts with (at least MIN_PREFIX characters: ``gpu-taint`` →
     ``gpu-taint-not-tolerated``); then candidates at least ``cutoff`` similar (difflib's ratio,
     case-insensitive).  Within each group the more similar first, then by name.  ``spread``: keep
@@ -68,7 +73,8 @@ def suggest(name: str, candidates: Iterable[str], *, limit: int = 1, cutoff: flo
         matcher.set_seq1(candidate.lower())
         return matcher.ratio()
 
-    same = [c for c in pool if c.lower() == lowered]
+    plain = _plain(name)
+    same = [c for c in pool if _plain(c) == plain]
     prefixed = [
         c for c in pool
         if c not in same and min(len(c), len(name)) >= MIN_PREFIX

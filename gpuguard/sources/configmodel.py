@@ -21,7 +21,6 @@ Imported only when a config is read: ``gpuguard lint`` without a config never lo
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -69,6 +68,7 @@ from policies.registry import RULES
 from policies.registry_config import RegistryConfigError, RegistrySettings, normalise_insecure
 from policies.rule import Option, RuleModule
 from policies.types import Severity
+from policies.wording import did_you_mean, suggest
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_TITLE = "gpuguard policy config (.gpuguard.yaml)"
@@ -136,8 +136,8 @@ def _choices(names: Sequence[str], literal: bool = False) -> str:
 
 
 def _did_you_mean(name: Any, known: Sequence[str]) -> str:
-    close = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    close = suggest(str(name), known)
+    return f"; {did_you_mean(close, quote=True)}" if close else ""
 
 
 # --- value types -------------------------------------------------------------------------------

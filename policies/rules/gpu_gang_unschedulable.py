@@ -45,6 +45,7 @@ from policies.gangfit import UNBOUNDED, SetRooms, Shortfall, check_gang
 from policies.gangs import Gang, gang_of
 from policies.rule import NeedsFacts, Option, RuleContext, WorkloadContext
 from policies.types import Severity, Violation
+from policies.wording import plural
 
 ID = "gpu-gang-unschedulable"
 DEFAULT_SEVERITY = Severity.ERROR
@@ -80,12 +81,12 @@ def _pods(short: Shortfall, ctx: WorkloadContext) -> str:
     shapes = {_gpus(s, ctx) for s in short.sets}
     if len(shapes) == 1:
         each = next(iter(shapes))
-        return f"{short.need} pods" + (f" × {each}" if each else "")
+        return plural(short.need, "pod") + (f" × {each}" if each else "")
     parts = []
     for s in short.sets:
         gpus = _gpus(s, ctx)
         parts.append(f"{s.pod_set.name} {s.pod_set.need}" + (f" × {gpus}" if gpus else ""))
-    return f"{short.need} pods ({', '.join(parts)})"
+    return f"{plural(short.need, 'pod')} ({', '.join(parts)})"
 
 
 def _where(short: Shortfall) -> str:
@@ -102,9 +103,9 @@ def _places(short: Shortfall) -> str:
     pools = sum(1 for r in known if r.is_pool)
     parts = []
     if nodes:
-        parts.append(f"{nodes} node{'s' if nodes != 1 else ''}")
+        parts.append(plural(nodes, "node"))
     if pools:
-        parts.append(f"{pools} pool{'s' if pools != 1 else ''}")
+        parts.append(plural(pools, "pool"))
     return " and ".join(parts)
 
 
@@ -118,14 +119,10 @@ def _fit_phrase(short: Shortfall) -> str:
     return f"the {places} they fit {verb} at most {short.room} such pods at once" + (f" ({where})" if where else "")
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
-
-
 def _scale_up(short: Shortfall) -> str:
     unknown = [r for r in short.rooms if not r.known]
     bounded = [r for r in short.rooms if r.is_pool and r.known and r.pods < UNBOUNDED]
-    more = _plural(short.missing, "more such pod")
+    more = plural(short.missing, "more such pod")
     if unknown:
         names = ", ".join(r.verdict.describe() + (f" ({r.note})" if r.note else "") for r in unknown[:MAX_ROOMS])
         return f"it can start only if {names} adds room for {more}"
@@ -143,7 +140,8 @@ def _message(gang: Gang, short: Shortfall, ctx: WorkloadContext) -> str:
         head = f"{_pods(short, ctx)} must run together ({why})"
     else:
         names = ", ".join(s.pod_set.name for s in short.sets)
-        head = f"{_pods(short, ctx)} of pod set {names} must run with the rest of the gang ({gang.size} pods: {why})"
+        head = (f"{_pods(short, ctx)} of pod set {names} must run with the rest of the gang "
+                f"({plural(gang.size, 'pod')}: {why})")
     return f"{head}; {_fit_phrase(short)}; {_scale_up(short)}"
 
 

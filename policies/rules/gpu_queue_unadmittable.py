@@ -76,6 +76,7 @@ from policies.rule import NeedsFacts, Option, RuleContext, WorkloadContext
 from policies.scheduling import pod_node_selector, pod_tolerations, required_terms, term_matches, untolerated
 from policies.shapes import as_dict, as_list
 from policies.types import Severity, Violation
+from policies.wording import plural
 
 ID = "gpu-queue-unadmittable"
 DEFAULT_SEVERITY = Severity.ERROR
@@ -286,8 +287,8 @@ def _alone(judge: _Judge, step: _Step) -> list[str]:
         for r in over:
             reasons.append(
                 f"insufficient quota for {r} in flavor {f.name}: pod set {step.demand.pod_set.name} asks for "
-                f"{_show(r, step.demand.requests[r])} ({step.demand.count} pods), the ClusterQueue can reach at "
-                f"most {judge.describe_capacity(f.name, r)}"
+                f"{_show(r, step.demand.requests[r])} ({plural(step.demand.count, 'pod')}), the ClusterQueue can "
+                f"reach at most {judge.describe_capacity(f.name, r)}"
             )
     return reasons
 

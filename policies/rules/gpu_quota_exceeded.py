@@ -51,6 +51,7 @@ from policies.quota_facts import REQUESTS_PREFIX, Quota, counts_pod
 from policies.rule import NeedsFacts, Option, RuleContext, WorkloadContext
 from policies.scheduling import request_sites
 from policies.types import Severity, Violation
+from policies.wording import plural
 
 ID = "gpu-quota-exceeded"
 DEFAULT_SEVERITY = Severity.ERROR
@@ -186,9 +187,9 @@ def _gang(ctx: WorkloadContext, quota: Quota, gang: Gang) -> Iterator[Violation]
         yield Violation(
             message=(
                 f"ResourceQuota {quota.key}{_scope_note(quota)} allows {item}: {format_quantity(limit)} in the "
-                f"namespace{_used(quota, item)}, but the {gang.need} pods that must run together ({gang.why}) ask "
-                f"for {format_quantity(need)}: the controller's pod creation is refused past the quota "
-                f"(FailedCreate: exceeded quota), so the gang never runs as a whole{hedge}"
+                f"namespace{_used(quota, item)}, but the {plural(gang.need, 'pod')} that must run together "
+                f"({gang.why}) ask for {format_quantity(need)}: the controller's pod creation is refused past the "
+                f"quota (FailedCreate: exceeded quota), so the gang never runs as a whole{hedge}"
             ),
             path=tuple(pointer.split(gang.at())),
             anchor="object",
@@ -200,7 +201,7 @@ def _gang(ctx: WorkloadContext, quota: Quota, gang: Gang) -> Iterator[Violation]
         yield Violation(
             message=(
                 f"ResourceQuota {quota.key}{_scope_note(quota)} allows {pods[0]}: {format_quantity(pods[1])} in "
-                f"the namespace{_used(quota, pods[0])}, but {need_pods} pods must run together ({gang.why}): "
+                f"the namespace{_used(quota, pods[0])}, but {plural(need_pods, 'pod')} must run together ({gang.why}): "
                 f"the gang never runs as a whole{hedge}"
             ),
             path=tuple(pointer.split(gang.at())),

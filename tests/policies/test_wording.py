@@ -41,6 +41,7 @@ def test_a_prefix_comes_before_a_merely_similar_name() -> None:
 
 def test_case_differences_and_near_misses() -> None:
     assert suggest("Sample", ["sample"], cutoff=0.8) == ["sample"]
+    assert suggest("mutate_templates", ["mutate", "mutateTemplates"]) == ["mutateTemplates"]  # separators, case
     assert suggest("sampel", ["sample"], cutoff=0.8) == ["sample"]
     assert suggest("cluster.yaml", ["sample"], cutoff=0.8) == []
     assert suggest("zzz", RULES) == []

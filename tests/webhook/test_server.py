@@ -167,7 +167,13 @@ def test_mutate_patches_then_second_pass_is_empty(server: Server, name: str) -> 
         second = call(client, "mutate", again)
         assert second["allowed"] is True and "patch" not in second
         verdict = call(client, "validate", again)
-    assert verdict["allowed"] is True
+    message = verdict.get("status", {}).get("message", "")
+    assert "gpu-limit-missing" not in message
+    # what no patch repairs: the PyTorchJob's 4 pods × 8 GPUs must run at once on the example cluster's
+    # two 8-GPU A100 nodes
+    whole_job = name.startswith("pytorchjob")
+    assert verdict["allowed"] is not whole_job, message
+    assert ("[gpu-gang-unschedulable]" in message) is whole_job
 
 
 def test_dry_run_gets_the_same_verdict_and_patch(server: Server) -> None:

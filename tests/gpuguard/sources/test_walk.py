@@ -44,7 +44,7 @@ def test_unreadable_subdirectory_is_an_input_error(tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     assert result.code == 2
     assert [(e["file"], e["message"]) for e in report["errors"]] == [
-        (str(tree / "locked"), "cannot read directory: Permission denied")
+        (str(tree / "locked"), f"cannot read {tree / 'locked'}: Permission denied")
     ]
     missing = {f["file"] for f in report["findings"] if f["rule"] == "gpu-limit-missing"}
     assert missing == {str(tree / "open" / "bad.yaml")}, "the rest is linted"
