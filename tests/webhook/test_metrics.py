@@ -55,9 +55,9 @@ def test_prometheus_client_parses_every_family_with_its_type() -> None:
     inf = [s for s in histogram.samples if s.name.endswith("_bucket") and s.labels["le"] == "+Inf"]
     assert sum(s.value for s in inf) == 2
     assert families["gpuguard_cluster_facts_lag_seconds"].samples[0].value == 0.25
-    for key, typ, _ in PUBLISHING:
-        name = f"gpuguard_cluster_facts_{key}".removesuffix("_total")
-        assert families[name].type == typ, key
+    for published, typ, _ in PUBLISHING:
+        name = f"gpuguard_cluster_facts_{published}".removesuffix("_total")
+        assert families[name].type == typ, published
     assert families["python_gc_collections"].type == "counter"
     assert {s.labels["generation"] for s in families["python_gc_collections"].samples} == {"0", "1", "2"}
     assert families["gpuguard_gc_frozen_objects"].type == "gauge"
