@@ -62,7 +62,7 @@ class Offline:
     status: OfflineStatus
     cuda: ImageCuda | None = None
     source: str = ""  # for "cuda" the same as cuda.source; for "no-cuda" why; for "unknown" why, when known
-    convention: str = ""  # the id in image_conventions.json
+    convention: str = ""  # the id in image_conventions.json (empty when unknown: no convention applied)
     caveat: str = ""  # a known way the image's own NVIDIA_REQUIRE_CUDA understates the need
 
 
@@ -109,7 +109,6 @@ def _ngc_month_unknown(ref: ImageRef) -> Offline | None:
             return Offline(
                 "unknown",
                 source=f"no release statement in gpuguard's tables gives the CUDA of NGC {framework} {release}",
-                convention="ngc-framework",
             )
     return None
 
@@ -132,13 +131,12 @@ def _ngc_variant(ref: ImageRef) -> Offline | None:
                     "unknown",
                     source=f"no statement gives the CUDA of NGC {framework} {release}-{variant}: the variant's months "
                     "are mapped one by one, and variants lag the main image",
-                    convention="ngc-variant",
                 )
             why = tb.ngc_unresolved.get((framework, variant))
             if why is not None:
-                return Offline("unknown", source=why.reason, convention="ngc-variant")
+                return Offline("unknown", source=why.reason)
         why = tb.ngc_unresolved.get((framework, ""))
-        return Offline("unknown", source=why.reason, convention="ngc-variant") if why is not None else None
+        return Offline("unknown", source=why.reason) if why is not None else None
     return None
 
 

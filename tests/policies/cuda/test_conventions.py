@@ -154,7 +154,7 @@ def test_listed_repositories_built_without_cuda_need_none(image: str) -> None:
 )
 def test_unknown_ngc_images_say_why(image: str, why: str) -> None:
     found = offline_cuda(image)
-    assert found.status == "unknown" and found.cuda is None
+    assert found.status == "unknown" and found.cuda is None and found.convention == ""
     assert why in found.source
 
 
