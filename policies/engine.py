@@ -24,6 +24,7 @@ from policies.memo import (
     TemplateAnalysis,
     rule_results_key,
 )
+from policies.operands import identity
 from policies.patching import apply_patch, combine
 from policies.placeholders import Placeholder, find_placeholders, has_selector_values_unknown
 from policies.podspec import PodTemplate, extract
@@ -381,7 +382,7 @@ def _check_memoised(
     pending must not outlive the lookup.
     """
     try:
-        key = rule_results_key(config, pod, meta.get("annotations"), ignored, meta.get("namespace"))
+        key = rule_results_key(config, pod, meta.get("annotations"), ignored, meta.get("namespace"), identity(obj))
     except TooDeep:
         raise
     except Exception:  # data the key cannot take is judged without the memo, never left unjudged

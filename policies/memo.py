@@ -235,17 +235,19 @@ class TemplateAnalysis:
 
 
 def rule_results_key(
-    config: object, pod: PodTemplate, object_annotations: Any, ignored: AbstractSet[str], namespace: Any = None
+    config: object, pod: PodTemplate, object_annotations: Any, ignored: AbstractSet[str], namespace: Any = None,
+    identity: Any = None,
 ) -> RuleResultsKey | None:
     """The memo key of a template's rule results; None when its data is not JSON (no memo).
 
     The object's namespace counts: DRA claims resolve in it, and gpu-device-access-bypass trusts
-    infrastructure by it (the replicas of one controller share it).  Raises policies.digest.TooDeep
-    for data nested beyond what the engine accepts.
+    infrastructure by it (the replicas of one controller share it), and by ``identity``: the
+    object's kind and whether a GPU Operator ClusterPolicy controls it (policies.operands).  Raises
+    policies.digest.TooDeep for data nested beyond what the engine accepts.
     """
     content = digest(
         spec_read(pod), annotations_read(pod.metadata.get("annotations")), annotations_read(object_annotations),
-        namespace,
+        namespace, identity,
     )
     derived = _derived(pod)
     if content is None or derived is None:
