@@ -73,6 +73,7 @@ from policies.applicability import Applies, Profile
 from policies.dra.objects import dns_label_ok
 from policies.images import lookup_archs
 from policies.operands import operand
+from policies.placeholders import requests_by_placeholder
 from policies.podspec import ContainerRef
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import uses_gpu
@@ -260,7 +261,10 @@ def _honoured(ctx: RuleContext, c: ContainerRef, vendor: Vendor) -> bool:
 
 
 def _requests_devices(ctx: RuleContext, c: ContainerRef) -> bool:
-    return uses_gpu(ctx, c) or bool(as_list(c.resources.get("claims")))
+    """Whether the container asks for devices: GPUs, DRA claims, or a GPU whose quantity is an
+    unrendered placeholder (an input error; once rendered it asks for GPUs)."""
+    return (uses_gpu(ctx, c) or bool(as_list(c.resources.get("claims")))
+            or requests_by_placeholder(c.resources, ctx.is_gpu))
 
 
 def _violations(ctx: RuleContext) -> Iterator[Violation]:
