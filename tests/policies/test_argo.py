@@ -133,14 +133,14 @@ def test_the_workflows_node_selector_counts() -> None:
 # --- templateDefaults: a strategic merge under the template ---------------------------------------
 
 def test_template_defaults_are_merged_under_the_template() -> None:
-    defaults = {
+    defaults: dict[str, Any] = {
         "nodeSelector": {"pool": "gpu", "zone": "a"},
         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
         "container": {"resources": {"limits": {"nvidia.com/gpu": 1, "memory": "8Gi"}},
                       "env": [{"name": "A", "value": "1"}]},
         "script": {"image": "never-used"},  # another template type's defaults are dropped
     }
-    template = {"name": "t", "nodeSelector": {"zone": "b"},
+    template: dict[str, Any] = {"name": "t", "nodeSelector": {"zone": "b"},
                 "tolerations": [{"key": "dedicated", "operator": "Exists"}],
                 "container": {"image": "cuda", "resources": {"limits": {"memory": "16Gi"}},
                               "env": [{"name": "B", "value": "2"}]}}

@@ -78,8 +78,9 @@ def test_the_validators_workload_pods_are_infrastructure_in_their_unrendered_for
 def test_placeholders_are_the_operators_own() -> None:
     for value in ("FILLED BY THE OPERATOR", "FILLED BY OPERATOR", "FILLED_BY_THE_VALIDATOR"):
         assert is_placeholder(value)
-    for value in ("filled by the operator", "FILLED BY ME", "", None, "nvcr.io/nvidia/gpu-operator"):
-        assert not is_placeholder(value)
+    others: tuple[Any, ...] = ("filled by the operator", "FILLED BY ME", "", None, "nvcr.io/nvidia/gpu-operator")
+    for other in others:
+        assert not is_placeholder(other)
 
 
 def test_an_operand_its_cluster_policy_controls_is_infrastructure_in_any_namespace() -> None:
@@ -106,7 +107,7 @@ def test_without_its_cluster_policy_an_operand_keeps_its_findings_and_says_what_
 
 def test_a_tenant_pod_that_copies_an_operands_labels_is_judged_as_before() -> None:
     template = load(VALIDATOR)["spec"]["template"]
-    pod = {"apiVersion": "v1", "kind": "Pod",
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": "mine", "namespace": "team-a", "labels": dict(template["metadata"]["labels"])},
            "spec": {"containers": [{"name": "c", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04",
                                     "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}]}}
