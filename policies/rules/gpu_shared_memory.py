@@ -16,6 +16,12 @@ worker pod (ray-project/kuberay ray-operator/controllers/ray/common/pod.go, ``ad
 ``/dev/shm`` with medium Memory, unless ``rayStartParams`` set ``plasma-directory``).  Volumes a
 pod gets from its owner (an Argo Workflow's ``volumes``) count, but are not changed by the fix.
 
+A ``hostPath`` of the node's own ``/dev/shm`` is memory-backed too — the node's init mounts a tmpfs
+there (systemd src/core/mount-setup.c) — so NCCL has room and no warning is given; but the pod then
+shares the node's shared memory with the node and every other pod that mounts it, and what it
+writes there outlives it, so it is reported as **info**, without a fix (an emptyDir with medium
+Memory gives the pod its own; whether sharing was meant is for a person to say).
+
 Failing::
 
     containers:
@@ -49,7 +55,8 @@ from policies.applicability import Applies
 from policies.podspec import SHM_PATH, ContainerRef, is_shm_mount
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import gpu_devices, runnable_containers
-from policies.shapes import as_list, text
+from policies.shapes import as_dict, as_list, text
+from policies.signals import normal_host_path
 from policies.types import RelOp, RelPath, Severity, Violation
 
 ID = "gpu-shared-memory"
@@ -175,6 +182,17 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
             path=("volumes", vol_index, "emptyDir") if vol_index is not None else at_mount,
             fix=() if vol_index is None else (RelOp("add", ("volumes", vol_index, "emptyDir", "medium"), "Memory"),),
         )
+    if _is_host_shm(volume):
+        return Violation(
+            message=(
+                f"container {c.name!r} uses {gpus} GPUs and mounts the node's own /dev/shm (hostPath volume "
+                f"{text(volume.get('name'), 63)!r}): memory-backed, so NCCL and DataLoader workers have room, but "
+                f"shared with the node and every pod that mounts it, and what is written there outlives the pod: "
+                f"an emptyDir with medium: Memory gives the pod its own"
+            ),
+            path=at_mount,
+            severity=Severity.INFO,
+        )
     return Violation(
         message=(
             f"container {c.name!r} uses {gpus} GPUs and mounts volume {text(volume.get('name'), 63)!r} "
@@ -183,6 +201,16 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
         ),
         path=at_mount,
     )
+
+
+def _is_host_shm(volume: dict[str, Any]) -> bool:
+    """A hostPath of the node's /dev/shm (or a directory in it): the tmpfs the node's init mounts
+    there (systemd src/core/mount-setup.c: tmpfs at /dev/shm), memory-backed."""
+    path = as_dict(volume.get("hostPath")).get("path")
+    if not isinstance(path, str):
+        return False
+    normal = normal_host_path(path)
+    return normal == SHM_PATH or normal.startswith(SHM_PATH + "/")
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
