@@ -164,17 +164,18 @@ def _load_11(text: str) -> Any:
     return yaml.load(text, Loader=loader)
 
 
-def _reads_as_patched(before: str, after: str, ops: list[dict[str, Any]]) -> bool:
-    """``after`` is ``before`` with the ops applied, read as YAML 1.1 (libyaml, kubectl) and as 1.2."""
+def _reads_as_patched(before: str, before_12: Any, after: str, ops: list[dict[str, Any]]) -> bool:
+    """``after`` is ``before`` with the ops applied, read as YAML 1.1 (libyaml, kubectl) and as
+    1.2 (``before_12``: ``before`` read as 1.2)."""
     import jsonpatch
 
-    for load in (_load_11, _load_12):
-        try:
-            if load(after) != jsonpatch.apply_patch(load(before), ops):
-                return False
-        except Exception:
-            return False
-    return True
+    try:
+        return bool(
+            _load_11(after) == jsonpatch.apply_patch(_load_11(before), ops)
+            and _load_12(after) == jsonpatch.apply_patch(before_12, ops)
+        )
+    except Exception:
+        return False
 
 
 def fix_document(segment_text: str, ops: Iterable[PatchOp], inline_start: bool = False) -> str:
@@ -192,16 +193,21 @@ def fix_document(segment_text: str, ops: Iterable[PatchOp], inline_start: bool =
             return _line_breaks_like(segment_text, fixed)
     lf = segment_text.replace("\r\n", "\n")
     try:
-        _load_12(lf)
+        before_12 = _load_12(lf)
     except Exception as exc:  # ruamel.yaml (YAML 1.2) refuses what libyaml (YAML 1.1) accepted
         raise FixError(f"the round-trip YAML parser cannot read this document: {_first_line(exc)}") from None
     try:
         edited: str | None = patch_text(segment_text, ops)
     except Unsupported:
         edited = None
-    if edited is not None and _reads_as_patched(segment_text, edited, [op.to_dict() for op in ops]):
+    plain_ops = [op.to_dict() for op in ops]
+    if edited is not None and _reads_as_patched(segment_text, before_12, edited, plain_ops):
         return edited
-    return _line_breaks_like(segment_text, _rewrite(lf, ops, inline_start))
+    rewritten = _rewrite(lf, ops, inline_start)
+    if not _reads_as_patched(lf, before_12, rewritten, plain_ops):
+        # ruamel writes YAML 1.2: a new `on` or `yes` would read as a boolean to kubectl (YAML 1.1)
+        raise FixError("the rewritten document reads differently in YAML 1.1; not writing it")
+    return _line_breaks_like(segment_text, rewritten)
 
 
 def _line_breaks_like(original: str, fixed: str) -> str:

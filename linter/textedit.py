@@ -537,7 +537,8 @@ class _Writer:
                 continue
             original = node.children()[entry.index]
             if isinstance(entry.child, _Fresh):
-                self._replace(original, entry.child.value)
+                key = node.keys[entry.index] if node.kind == "map" else None
+                self._replace(node, key, original, entry.child.value)
             elif node.kind == "map" and not node.flow:
                 self.emit(original, (node, node.keys[entry.index]))
             else:
@@ -580,7 +581,7 @@ class _Writer:
                 pending = []
             original = node.items[entry.index]
             if isinstance(entry.child, _Fresh):
-                self._replace(original, entry.child.value)
+                self._replace(node, None, original, entry.child.value)
             else:
                 self.emit(original, None)
         for index in view.removed:
@@ -605,22 +606,55 @@ class _Writer:
             self.edits.span(item.start[0], item.start[1], item.start[1], text)
             return
         dash = self.layout.dash_column(seq, item)
-        if dash is None or self.layout.line(item.start[0])[:dash].strip():
-            raise Unsupported("the item shares its line with what comes before it")
-        self._add_lines(item.start[0], block_items(values, dash, indent, self.quote))
+        if dash is None:
+            raise Unsupported("the item's dash is not on its line")
+        lines = block_items(values, dash, indent, self.quote)
+        prefix = self.layout.line(item.start[0])[:dash]
+        if prefix.strip():
+            if prefix.strip(" -"):
+                raise Unsupported("the item shares its line with what comes before it")
+            # `- - x`: the outer dash moves to the new first item, `x` keeps its line without it
+            lines[0] = prefix + lines[0][dash:]
+            self.edits.span(item.start[0], 0, dash, " " * dash)
+        self._add_lines(item.start[0], lines)
 
-    def _replace(self, original: Node, value: Any) -> None:
-        if original.kind != "scalar" or original.style in ("|", ">") or original.start[0] != original.end[0]:
-            raise Unsupported("only a one-line scalar is replaced in place")
-        if isinstance(value, dict | list):
-            raise Unsupported("a scalar replaced by a collection")
-        if isinstance(value, str) and original.style == "'" and value.isprintable():
-            text = "'" + value.replace("'", "''") + "'"
-        elif isinstance(value, str) and original.style == '"':
-            text = double_quoted(value)
+    def _replace(self, parent: Node, key: Node | None, original: Node, value: Any) -> None:
+        """A member's (``key``'s) or an item's value replaced: a one-line scalar by a scalar in
+        place, in its own quoting where it allows; inside a flow collection by a flow value in
+        place; otherwise the lines of the old value by the new one's."""
+        block_scalar = original.kind == "scalar" and original.style in ("|", ">")
+        one_line = original.start[0] == original.end[0] and not block_scalar
+        collection = isinstance(value, dict | list) and bool(value)
+        if parent.flow or (one_line and not collection):
+            if not one_line:
+                raise Unsupported("a multi-line value in a flow collection")
+            if collection or isinstance(value, dict | list):
+                text = flow(value, self.quote)
+            elif isinstance(value, str) and original.style == "'" and value.isprintable():
+                text = "'" + value.replace("'", "''") + "'"
+            elif isinstance(value, str) and original.style == '"':
+                text = double_quoted(value)
+            else:
+                text = scalar(value, self.quote)
+            if original.start == original.end:  # an empty value (`key:`, `-`) gets a space first
+                text = " " + text
+            self.edits.span(original.start[0], original.start[1], original.end[1], text)
+            return
+        first = key if key is not None else original
+        line = self.layout.line(first.start[0])
+        col = first.start[1] if key is not None else self.layout.dash_column(parent, original)
+        if col is None or line[:col].strip(" -") or (key is not None and key.start[0] != key.end[0]):
+            raise Unsupported("the value does not start its own line")
+        indent = self.layout.indent_near(parent)
+        if key is not None:
+            lines = block_members([("k", value)], col, indent, self.quote)
+            lines[0] = line[: key.end[1]] + lines[0][col + 1 :]  # the key as written, its dashes before it
         else:
-            text = scalar(value, self.quote)
-        self.edits.span(original.start[0], original.start[1], original.end[1], text)
+            lines = block_items([value], col, indent, self.quote)
+            lines[0] = line[:col] + lines[0][col:]
+        for n in range(first.start[0], self.layout.content_end(original) + 1):
+            self.edits.deleted.add(n)
+        self._add_lines(first.start[0], lines)
 
     def _delete(self, key: Node | None, value: Node, parent: Node) -> None:
         if parent.flow:
