@@ -164,16 +164,15 @@ def _load_11(text: str) -> Any:
     return yaml.load(text, Loader=loader)
 
 
-def _reads_as_patched(before: str, before_12: Any, after: str, ops: list[dict[str, Any]]) -> bool:
-    """``after`` is ``before`` with the ops applied, read as YAML 1.1 (libyaml, kubectl) and as
-    1.2 (``before_12``: ``before`` read as 1.2)."""
+def _reads_as_patched(before: str, after: str, ops: list[dict[str, Any]], before_12: Any = None) -> bool:
+    """``after`` is ``before`` with the ops applied, read as YAML 1.1 (libyaml, kubectl) and, given
+    ``before_12`` (``before`` read as YAML 1.2), as 1.2 too."""
     import jsonpatch
 
     try:
-        return bool(
-            _load_11(after) == jsonpatch.apply_patch(_load_11(before), ops)
-            and _load_12(after) == jsonpatch.apply_patch(before_12, ops)
-        )
+        if _load_11(after) != jsonpatch.apply_patch(_load_11(before), ops):
+            return False
+        return before_12 is None or bool(_load_12(after) == jsonpatch.apply_patch(before_12, ops))
     except Exception:
         return False
 
@@ -182,8 +181,10 @@ def fix_document(segment_text: str, ops: Iterable[PatchOp], inline_start: bool =
     """The segment's text with ``ops`` applied; raises FixError when the result is not exact.
 
     The ops become text edits where they can (``linter.textedit``: only the lines they add and the
-    one they must change differ); otherwise the document is re-serialised by ruamel's round-trip
-    writer in the document's own indentation.
+    one they must change differ; untouched text reads the same in YAML 1.1 and 1.2 as before, and
+    every scalar they write reads back the same in both, so the result is checked with libyaml).
+    Otherwise the document is re-serialised by ruamel's round-trip writer in the document's own
+    indentation, and checked in both YAML versions.
     """
     ops = list(ops)
     if segment_text.lstrip().startswith("{") and not inline_start:
@@ -191,20 +192,20 @@ def fix_document(segment_text: str, ops: Iterable[PatchOp], inline_start: bool =
         fixed = _fix_json(segment_text.replace("\r\n", "\n"), ops)
         if fixed is not None:
             return _line_breaks_like(segment_text, fixed)
+    plain_ops = [op.to_dict() for op in ops]
+    try:
+        edited: str | None = patch_text(segment_text, ops)
+    except Unsupported:
+        edited = None
+    if edited is not None and _reads_as_patched(segment_text, edited, plain_ops):
+        return edited
     lf = segment_text.replace("\r\n", "\n")
     try:
         before_12 = _load_12(lf)
     except Exception as exc:  # ruamel.yaml (YAML 1.2) refuses what libyaml (YAML 1.1) accepted
         raise FixError(f"the round-trip YAML parser cannot read this document: {_first_line(exc)}") from None
-    try:
-        edited: str | None = patch_text(segment_text, ops)
-    except Unsupported:
-        edited = None
-    plain_ops = [op.to_dict() for op in ops]
-    if edited is not None and _reads_as_patched(segment_text, before_12, edited, plain_ops):
-        return edited
     rewritten = _rewrite(lf, ops, inline_start)
-    if not _reads_as_patched(lf, before_12, rewritten, plain_ops):
+    if not _reads_as_patched(lf, rewritten, plain_ops, before_12):
         # ruamel writes YAML 1.2: a new `on` or `yes` would read as a boolean to kubectl (YAML 1.1)
         raise FixError("the rewritten document reads differently in YAML 1.1; not writing it")
     return _line_breaks_like(segment_text, rewritten)

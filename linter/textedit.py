@@ -26,6 +26,7 @@ falls back to the round-trip writer.  The caller checks the result against jsonp
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections import Counter
@@ -253,18 +254,13 @@ def document_indent(text: str) -> Indent:
 
 # Conservative: what is a plain scalar in both block and flow context, before resolution.
 _PLAIN = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./=@+~-]*(?::[A-Za-z0-9_./=@+~-]+)*")
-_RESOLVED_12: Any = None
-
-
+@functools.lru_cache(maxsize=4096)
 def _resolves_to_itself(text: str) -> bool:
     """``text`` as a plain scalar is the same string in YAML 1.1 (libyaml, kubectl) and 1.2."""
-    global _RESOLVED_12
-    if _RESOLVED_12 is None:
-        from ruamel.yaml import YAML
+    from ruamel.yaml import YAML
 
-        _RESOLVED_12 = YAML(typ="safe", pure=True)
     try:
-        return bool(yaml.load(text, Loader=_loader()) == text and _RESOLVED_12.load(text) == text)
+        return bool(yaml.load(text, Loader=_loader()) == text and YAML(typ="safe", pure=True).load(text) == text)
     except Exception:
         return False
 
