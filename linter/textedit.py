@@ -161,13 +161,23 @@ class Layout:
     def line(self, index: int) -> str:
         return self.lines[index].rstrip("\r")
 
+    def seq_dash(self, seq: Node) -> int:
+        """The dash column of a block sequence (its start mark is at its anchor or tag, if any)."""
+        col = seq.start[1]
+        if self.line(seq.start[0])[col : col + 1] == "-" or not seq.items:
+            return col
+        first = seq.items[0]
+        line = self.line(first.start[0])
+        before = line[: first.start[1]].rstrip(" ")
+        if not before.endswith("-"):
+            raise Unsupported("the sequence's first dash is not on its first item's line")
+        return len(before) - 1
+
     def dash_column(self, seq: Node, item: Node) -> int | None:
         """The column of the dash before a block sequence's ``item``, if on the item's own line."""
+        col = self.seq_dash(seq)
         line = self.line(item.start[0])
-        col = seq.start[1]
-        if item.start[0] == seq.start[0] and item is seq.items[0]:
-            return col
-        if col < len(line) and line[col] == "-" and not line[:col].strip():
+        if line[col : col + 1] == "-" and item.start[1] > col and not line[col + 1 : item.start[1]].strip():
             return col
         return None
 
@@ -178,16 +188,17 @@ class Layout:
             return out
         if node.kind == "map":
             for key, value in zip(node.keys, node.values, strict=True):
-                if value.flow or value.start[0] == key.start[0]:
+                if value.flow or value.kind not in ("map", "seq") or not value.children():
                     continue
-                if value.kind == "map" and value.keys:
+                if value.kind == "map" and value.keys[0].start[0] != key.start[0]:
                     out.mapping.append(value.keys[0].start[1] - key.start[1])
-                elif value.kind == "seq" and value.items:
-                    out.offset.append(value.start[1] - key.start[1])
+                elif value.kind == "seq" and value.items[0].start[0] != key.start[0]:
+                    out.offset.append(self.seq_dash(value) - key.start[1])
         elif node.kind == "seq":
             for item in node.items:
-                if self.dash_column(node, item) is not None and item.start[1] > node.start[1]:
-                    out.gap.append(item.start[1] - node.start[1])
+                dash = self.dash_column(node, item)
+                if dash is not None:
+                    out.gap.append(item.start[1] - dash)
         return out
 
     def subtree_samples(self, node: Node) -> _Samples:
@@ -585,7 +596,7 @@ class _Writer:
         if not pending:
             return
         if not node.flow:
-            lines = block_items(pending, node.start[1], indent, self.quote)
+            lines = block_items(pending, self.layout.seq_dash(node), indent, self.quote)
             self._add_lines(self.layout.content_end(node) + 1, lines)
         elif not node.items and context is not None and self._opens_block(node, context):
             parent, key = context

@@ -202,6 +202,13 @@ def test_plain_where_that_is_unambiguous() -> None:
     ]
 
 
+def test_collections_with_an_anchor_or_a_tag_get_their_siblings_columns() -> None:
+    # A collection's start mark is at its anchor or tag, on its key's line; the dashes are not.
+    text = "key: &x\n- a\nb: !!seq\n  - c\nm: &m\n    k: 1\n"
+    ops = [PatchOp("add", "/key/-", "b"), PatchOp("add", "/b/0", "z"), PatchOp("add", "/m/l", 2)]
+    assert patch_text(text, ops) == "key: &x\n- a\n- b\nb: !!seq\n  - z\n  - c\nm: &m\n    k: 1\n    l: 2\n"
+
+
 def test_ops_through_an_alias_are_not_text_edits() -> None:
     with pytest.raises(Unsupported):
         patch_text("base: &b\n  x: 1\nuse: *b\n", [PatchOp("add", "/use/y", 2)])
