@@ -9,7 +9,8 @@ order to a view of that tree; the view then becomes text edits:
 - inside a flow collection (``{a: 1}``, ``[a]``) the new member is written in flow style on the
   same line; an empty flow collection that is the last thing on its line in a block mapping
   (``resources: {}``) becomes a block, changing only that line;
-- a replaced scalar changes only its own characters, in its own quoting style where it allows;
+- a replaced scalar changes only its own characters, in its own quoting style where it allows; a
+  replaced block value, the lines it occupies;
 - a removed member or item deletes exactly the lines it occupies.
 
 New block content takes the indentation the document itself uses near the insertion point:
@@ -18,9 +19,10 @@ parent's own children first, then from its whole subtree, then from the whole do
 else is re-serialised, so comments, quotes, flow style, multi-line scalars, trailing spaces, line
 endings and the final newline stay as they were.
 
-What cannot be done this way exactly (an op through an alias, a member sharing its line with its
-predecessor, a replaced collection, an exotic line break) raises ``Unsupported``; the caller then
-falls back to the round-trip writer.  The caller checks the result against jsonpatch either way.
+What cannot be done this way exactly (an op through an alias, an item or member sharing its line
+with something other than the dashes of outer items, a multi-line value inside a flow collection
+replaced, an exotic line break) raises ``Unsupported``; the caller then falls back to the
+round-trip writer.  The caller checks the result against jsonpatch either way.
 """
 
 from __future__ import annotations
@@ -211,17 +213,23 @@ class Layout:
     def indent_near(self, node: Node) -> Indent:
         """The indentation for new blocks under ``node``: as its own children are indented, else
         as its subtree is, else as the whole document is, else 2/0/2."""
+        levels = [lambda: self.own_samples(node), lambda: self.subtree_samples(node), self._whole]
+        found: dict[str, int] = {}
+        for level in levels:
+            samples = level()
+            for name, least in (("mapping", 1), ("offset", 0), ("gap", 2)):
+                if name not in found:
+                    value = _pick([v for v in getattr(samples, name) if v >= least])
+                    if value is not None:
+                        found[name] = value
+            if len(found) == 3:
+                break
+        return Indent(found.get("mapping", 2), found.get("offset", 0), found.get("gap", 2))
+
+    def _whole(self) -> _Samples:
         if self._document is None:
             self._document = self.subtree_samples(self.root)
-        levels = [self.own_samples(node), self.subtree_samples(node), self._document]
-        found: dict[str, int] = {}
-        for name, least in (("mapping", 1), ("offset", 0), ("gap", 2)):
-            for level in levels:
-                value = _pick([v for v in getattr(level, name) if v >= least])
-                if value is not None:
-                    found[name] = value
-                    break
-        return Indent(found.get("mapping", 2), found.get("offset", 0), found.get("gap", 2))
+        return self._document
 
     def quote(self) -> str:
         """The quote character the document uses most for quoted scalars (``"`` if none)."""
@@ -246,7 +254,7 @@ def _walk(node: Node) -> Iterator[Node]:
         current = todo.pop()
         yield current
         if current.kind == "map":
-            for key, value in zip(reversed(current.keys), reversed(current.values), strict=False):
+            for key, value in zip(reversed(current.keys), reversed(current.values), strict=True):
                 todo += [value, key]
         elif current.kind == "seq":
             todo += reversed(current.items)
@@ -265,6 +273,8 @@ def document_indent(text: str) -> Indent:
 
 # Conservative: what is a plain scalar in both block and flow context, before resolution.
 _PLAIN = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./=@+~-]*(?::[A-Za-z0-9_./=@+~-]+)*")
+
+
 @functools.lru_cache(maxsize=4096)
 def _resolves_to_itself(text: str) -> bool:
     """``text`` as a plain scalar is the same string in YAML 1.1 (libyaml, kubectl) and 1.2."""
@@ -378,7 +388,7 @@ class _Fresh:
     value: Any
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Entry:
     key: str | None  # None in a sequence
     index: int | None  # the original member's position; None for a new one
@@ -635,7 +645,7 @@ class _Writer:
         if parent.flow or (one_line and not collection):
             if not one_line:
                 raise Unsupported("a multi-line value in a flow collection")
-            if collection or isinstance(value, dict | list):
+            if isinstance(value, dict | list):
                 text = flow(value, self.quote)
             elif isinstance(value, str) and original.style == "'" and value.isprintable():
                 text = "'" + value.replace("'", "''") + "'"
