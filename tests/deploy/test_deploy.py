@@ -102,6 +102,9 @@ def test_rbac_reads_only_cluster_facts() -> None:
             ("", "nodes"), ("node.k8s.io", "runtimeclasses"), ("karpenter.sh", "nodepools"),
             *(("resource.k8s.io", r) for r in ("deviceclasses", "resourceslices", "resourceclaims",
                                                 "resourceclaimtemplates")),
+            # the whole-job rules: webhook/live_facts.py RESOURCE_QUOTAS and KUEUE_RESOURCES
+            ("", "resourcequotas"),
+            *(("kueue.x-k8s.io", r) for r in ("localqueues", "clusterqueues", "resourceflavors", "cohorts")),
         )
         for verb in ("get", "list", "watch")
     }
@@ -113,6 +116,20 @@ def test_rbac_reads_only_cluster_facts() -> None:
         {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": account["metadata"]["namespace"]}
     ]
     assert one("Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == account["metadata"]["name"]
+
+
+def test_rbac_grants_what_the_live_facts_watch() -> None:
+    """Every resource webhook/live_facts.py runs a reflector for is granted get/list/watch."""
+    from webhook.live_facts import WATCHED
+
+    groups = {"CoreV1Api": "", "NodeV1Api": "node.k8s.io"}
+    granted = {(group, resource, verb) for rule in one("ClusterRole")["rules"] for group in rule["apiGroups"]
+               for resource in rule["resources"] for verb in rule["verbs"]}
+    for resource in WATCHED:
+        group = dict(resource.arguments).get("group", groups.get(resource.api))
+        assert group is not None, resource.name
+        for verb in ("get", "list", "watch"):
+            assert (group, resource.name, verb) in granted, (group, resource.name, verb)
 
 
 def test_policy_config_is_valid() -> None:
