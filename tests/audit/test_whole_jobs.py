@@ -19,10 +19,10 @@ import pytest
 import yaml
 
 from gpuguard.cli import main as gpuguard
+from tests.gpuguard.test_schemas import validator
 from tests.support.fake_apiserver import ALL_RESOURCES, KUEUE_RESOURCES, FakeApiServer, serving
 from tests.support.kubeconfig import write_kubeconfig
 from tests.support.paths import CORPUS, FIXTURES, load_yaml_docs
-from tests.gpuguard.test_schemas import validator
 
 GANGS = FIXTURES / "rules" / "gpu-gang-unschedulable"
 TAS = CORPUS / "queues" / "kubernetes-sigs__kueue__site__static__examples__tas__sample-gpu-queues.yaml"
