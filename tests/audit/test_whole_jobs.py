@@ -163,6 +163,7 @@ def test_a_kueue_list_refused_drops_the_queues_with_a_note(tmp_path: Path,
         kubeconfig = tmp_path / "kubeconfig"
         write_kubeconfig(kubeconfig, f"http://127.0.0.1:{state.port}")
         code, out, err = run(["--kubeconfig", str(kubeconfig), "--format", "json"], capsys)
+    assert code == 1, err  # the quota's finding is an error; a list refused is a note, not an input error
     report = json.loads(out)
     assert not any(f["rule"] == "gpu-queue-unadmittable" for f in report["findings"])  # not misjudged
     assert any(f["rule"] == "gpu-quota-exceeded" for f in report["findings"])
