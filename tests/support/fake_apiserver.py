@@ -9,7 +9,8 @@ Namespaced resources (pods, events, workloads) are served cluster-wide (``/api/v
 ``/apis/apps/v1/deployments``) and per namespace (``/api/v1/namespaces/NS/pods``), keyed
 ``namespace/name``, and honour equality field selectors (``a.b=c``, ``a.b==c``, ``a.b!=c``,
 comma-separated) on the fields the API server supports for them; an unsupported field is a 400, as
-the API server answers.  Lists honour equality label selectors (``labelSelector=k=v``).
+the API server answers.  Lists honour equality and existence label selectors (``labelSelector=k=v``,
+``labelSelector=k``).
 
 Discovery is served as the API server serves it (k8s.io/apimachinery pkg/apis/meta/v1 types.go):
 ``/api`` (APIVersions), ``/api/v1`` and ``/apis/GROUP/VERSION`` (APIResourceList with name, kind,
@@ -148,6 +149,15 @@ def parse_field_selector(resource: str, text: str) -> list[tuple[str, str, bool]
             return f'field label not supported: "{key}"'
         terms.append((key, value, equal))
     return terms
+
+
+def _labels_match(labels: dict[str, Any], selector: str) -> bool:
+    """Equality (``k=v``) and existence (``k``) terms of a label selector, comma-separated."""
+    for term in filter(None, selector.split(",")):
+        key, equal, value = term.partition("=")
+        if (labels.get(key) != value) if equal else (key not in labels):
+            return False
+    return True
 
 
 def _key(resource: str, obj: dict[str, Any]) -> str:
@@ -343,9 +353,7 @@ class FakeApiServer:
                     continue
                 if any((_field(stored, k) == v) != eq for k, v, eq in terms):
                     continue
-                labels = stored["metadata"].get("labels") or {}
-                if any(labels.get(k) != v for k, _, v in (t.partition("=") for t in filter(None,
-                                                                                         label_selector.split(",")))):
+                if not _labels_match(stored["metadata"].get("labels") or {}, label_selector):
                     continue
                 matching.append(stored)
             start = int(token) if token else 0
