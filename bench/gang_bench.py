@@ -29,7 +29,6 @@ import argparse
 import contextlib
 import io
 import json
-import os
 import random
 import resource
 import sys
@@ -113,9 +112,9 @@ def gang(i: int, rng: random.Random) -> dict[str, Any]:
             "tasks": [{"name": "worker", "replicas": n, "template": worker}]}}
     if kind == "RayCluster":
         meta["labels"] = {"ray.io/gang-scheduling-enabled": "true"}
-        head = _pod(rng, i, pool, 0, "ray-head")
+        ray_head = _pod(rng, i, pool, 0, "ray-head")
         return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": meta, "spec": {
-            "headGroupSpec": {"rayStartParams": {}, "template": head},
+            "headGroupSpec": {"rayStartParams": {}, "template": ray_head},
             "workerGroupSpecs": [{"groupName": "gpu", "replicas": n - 1, "minReplicas": n - 1,
                                   "maxReplicas": n - 1, "rayStartParams": {}, "template": worker}]}}
     meta["labels"] = {"kueue.x-k8s.io/queue-name": f"{ns}-queue"}
