@@ -60,7 +60,8 @@ KUEUE = "kueue.x-k8s.io/v1beta2"
 
 def _pod(rng: random.Random, i: int, pool: str, gpus: int, role: str) -> dict[str, Any]:
     image = rng.choice(IMAGES).format(m=1 + i % 9)
-    resources: dict[str, Any] = {"requests": {"cpu": str(rng.choice((4, 8, 16))), "memory": f"{rng.choice((32, 64, 128))}Gi"},
+    requests = {"cpu": str(rng.choice((4, 8, 16))), "memory": f"{rng.choice((32, 64, 128))}Gi"}
+    resources: dict[str, Any] = {"requests": requests,
                                  "limits": {"memory": f"{rng.choice((64, 128, 256))}Gi"}}
     if gpus:
         resources["limits"][GPU_POOLS[pool]] = gpus
@@ -208,8 +209,9 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="gpuguard-gang-bench-") as tmp:
         gen = fresh_process.child(__file__, "--generate", str(args.nodes), str(args.gangs), tmp)
-        print(f"snapshot: {args.nodes} nodes and {gen['objects'] - args.nodes} other objects, {gen['snapshot_mib']:.0f} "
-              f"MiB of JSON; {args.gangs} gangs, {gen['gangs_mib']:.1f} MiB of YAML (generated in {gen['seconds']:.0f} s)")
+        print(f"snapshot: {args.nodes} nodes and {gen['objects'] - args.nodes} other objects, "
+              f"{gen['snapshot_mib']:.0f} MiB of JSON; {args.gangs} gangs, {gen['gangs_mib']:.1f} MiB of YAML "
+              f"(generated in {gen['seconds']:.0f} s)")
         runs: dict[str, list[dict[str, Any]]] = {"gangs": [], "without": []}
         for _ in range(args.repeat):
             for kind in ("without", "gangs"):
