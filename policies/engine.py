@@ -607,6 +607,7 @@ def _check_workload(
                     kind=kind,
                     name=name,
                     namespace=namespace,
+                    scale_up=v.scale_up,
                 )
             )
     return skipped

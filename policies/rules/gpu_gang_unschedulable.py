@@ -163,4 +163,5 @@ def check_workload(ctx: WorkloadContext) -> Iterator[Violation]:
         path=tuple(pointer.split(_at(gang, short))),
         anchor="object",
         severity=None if short.certain else Severity.WARNING,
+        scale_up=_scale_up(short),
     )
