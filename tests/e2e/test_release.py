@@ -188,4 +188,6 @@ def test_readme_pre_commit_example_against_the_tag(released: tuple[Path, str], t
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "k8s/train.yaml:" in proc.stdout and "gpu-limit-missing" in proc.stdout
     assert "no --cluster given" not in proc.stdout  # the example's args were used
-    assert len(re.findall(r"^\d+ errors?, ", proc.stdout, re.MULTILINE)) == 1
+    # the hook runs lint --quiet, once: each finding once, no summary line and no notes
+    assert len(re.findall(r"^k8s/train.yaml:\d+:\d+ error gpu-limit-missing ", proc.stdout, re.MULTILINE)) == 1
+    assert re.findall(r"^\d+ errors?, ", proc.stdout, re.MULTILINE) == []
