@@ -244,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuguard.sources.inputs import STDIN_NAME, Input
     from gpuguard.sources.render import RenderOptions
     from policies.effective_facts import effective_facts
+    from policies.engine import cluster_notes
 
     paths = args.paths or (["-"] if args.stdin_filename or not sys.stdin.isatty() else ["."])
     if args.stdin_filename is not None and "-" not in paths:
@@ -265,6 +266,7 @@ def run(args: argparse.Namespace) -> int:
     seen = effective_facts(facts, config)
     report.extended_resource_toleration = seen.extended_resource_toleration_reason
     report.scaling_pools = [f"{pool.pool.origin} {pool.name!r}" for pool in seen.pools if pool.pool is not None]
+    report.node_problems = cluster_notes(facts, config)
     state = _Run(args, config, facts, report)
     state.dra_inputs = _dra_inputs(inputs)
     stamped = bool(args.fix)
@@ -298,6 +300,10 @@ def run(args: argparse.Namespace) -> int:
         report.notes.append(f"no Kubernetes objects found in {names}")
         if args.format != "text" and not args.quiet:
             sys.stderr.write(f"gpuguard lint: note: no Kubernetes objects found in {names}\n")
+    if args.format in ("json", "sarif") and not args.quiet:
+        # The report's shape has no place for them: problems of the nodes themselves go to stderr.
+        for problem in report.node_problems:
+            sys.stderr.write(f"gpuguard lint: note: cluster: {problem}\n")
     _render(report, args, sys.stderr if stdout_taken else sys.stdout)
     if args.sarif:
         _write_sarif(report, args.sarif)

@@ -27,12 +27,12 @@ from policies.memo import (
 from policies.patching import apply_patch, combine
 from policies.placeholders import Placeholder, find_placeholders, has_selector_values_unknown
 from policies.podspec import PodTemplate, extract
-from policies.registry import OBJECT_RULES, RULES, WORKLOAD_RULES
-from policies.rule import ObjectContext, RuleContext, RuleModule, WorkloadContext
+from policies.registry import CLUSTER_RULES, OBJECT_RULES, RULES, WORKLOAD_RULES
+from policies.rule import NodeProblem, ObjectContext, RuleContext, RuleModule, WorkloadContext
 from policies.scheduling import churning_selector_keys
 from policies.shapes import as_dict, text
 from policies.types import Finding, PatchOp, RelOp, Severity, Violation
-from policies.wording import did_you_mean, suggest
+from policies.wording import did_you_mean, noun, suggest
 
 IGNORE_ANNOTATION = "gpuguard.io/ignore"
 SHOWN_UNKNOWN = 3  # unknown names an ignore annotation's message shows
@@ -650,3 +650,60 @@ def _finding(
         fix=tuple(_abs_op(pod, op) for op in v.fix),
         scope=v.scope,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterFindingsKey:
+    """``cluster_problems`` for one config (by identity, checked as owner): read only the snapshot."""
+
+    config: int
+
+
+def cluster_problems(facts: ClusterFacts, config: Config | None = None) -> list[tuple[str, NodeProblem]]:
+    """(rule id, problem) for what the enabled cluster rules find on the nodes themselves
+    (policies.registry.CLUSTER_RULES): the same for every object judged against these facts, so the
+    faces say each once — lint in a note, audit as a finding on the Node."""
+    config = config or Config()
+    facts = effective_facts(facts, config)
+
+    def compute() -> list[tuple[str, NodeProblem]]:
+        out: list[tuple[str, NodeProblem]] = []
+        for rule_id, module in CLUSTER_RULES.items():
+            if config.settings(rule_id).severity is None:
+                continue
+            out.extend((rule_id, p) for p in module.check_cluster(facts))
+        return out
+
+    return facts.memoised(ClusterFindingsKey(id(config)), compute, owner=config, pinned=True)
+
+
+def cluster_findings(facts: ClusterFacts, config: Config | None = None) -> list[Finding]:
+    """``cluster_problems`` as findings on Node objects, at the configured severity."""
+    config = config or Config()
+    out: list[Finding] = []
+    for rule_id, problem in cluster_problems(facts, config):
+        severity = config.settings(rule_id).severity
+        assert severity is not None
+        out.append(Finding(
+            rule=rule_id, severity=severity, message=problem.message(), path=pointer.join("", problem.path),
+            remediation=RULES[rule_id].REMEDIATION, kind="Node", name=problem.node, namespace="",
+        ))
+    return out
+
+
+SHOWN_NODES = 3
+
+
+def cluster_notes(facts: ClusterFacts, config: Config | None = None) -> list[str]:
+    """``cluster_problems`` as one sentence per problem, naming the nodes that have it (lint's notes)."""
+    grouped: dict[tuple[str, str], tuple[NodeProblem, list[str]]] = {}
+    for rule_id, problem in cluster_problems(facts, config):
+        _, nodes = grouped.setdefault((rule_id, problem.key or problem.problem), (problem, []))
+        if problem.node not in nodes:
+            nodes.append(problem.node)
+    notes = []
+    for (rule_id, _), (problem, nodes) in grouped.items():
+        shown = ", ".join(nodes[:SHOWN_NODES]) + (
+            f" and {len(nodes) - SHOWN_NODES} more" if len(nodes) > SHOWN_NODES else "")
+        notes.append(f"{rule_id} on {noun(len(nodes), 'node')} {shown}: {problem.problem}")
+    return notes

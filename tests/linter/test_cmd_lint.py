@@ -418,3 +418,43 @@ def test_github_summary_counts_with_the_plural_helper(tmp_path: Path) -> None:
     path.write_text(IGNORE_TYPO.replace("gpu-limit-missin, gpu-taint-not-tolerated", "gpu-memory-limit-missing"))
     done = gpuguard("lint", str(path), "--format", "github")
     assert done.stdout.splitlines()[-1] == "gpuguard: 1 error, 0 warnings, 0 info"
+
+
+MIXED_CLUSTER = FIXTURES / "dra" / "nvidia-mixed-cluster.yaml"
+
+
+def _gpu_pods(n: int) -> str:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "ml"}, "spec": {
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "containers": [{"name": "main", "image": "ubuntu:22.04", "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+    }}
+    return "---\n".join(yaml.safe_dump({**pod, "metadata": {"namespace": "ml", "name": f"p{i}"}}) for i in range(n))
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "github"])
+def test_a_node_serving_gpus_both_ways_is_said_once_not_per_workload(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    manifest = tmp_path / "pods.yaml"
+    manifest.write_text(_gpu_pods(12))
+    code, out, err = run_lint([str(manifest), "--cluster", str(MIXED_CLUSTER), "--format", fmt], capsys, monkeypatch)
+    note = "cluster: gpu-dra-mixed-allocation on node mixed-l4-0: nvidia.com/gpu is advertised through the device plugin"
+    assert (out + err).count(note) == 1, out + err
+    assert code == 0  # infos only: the nodes are not the manifests' fault
+    if fmt == "json":
+        report = json.loads(out)
+        mixed = [f for f in report["findings"] if f["rule"] == "gpu-dra-mixed-allocation"]
+        # each pod hears what the node means for it, as an info; no warning repeats the node's problem
+        assert len(mixed) == 12 and {f["severity"] for f in mixed} == {"info"}
+        assert all("1 of the 3 nodes it may land on" in f["message"] for f in mixed)
+        assert report["summary"]["by_severity"]["warning"] == 0
+
+
+def test_a_disabled_cluster_rule_says_nothing_about_the_nodes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = tmp_path / "pods.yaml"
+    manifest.write_text(_gpu_pods(1))
+    argv = [str(manifest), "--cluster", str(MIXED_CLUSTER), "--disable", "gpu-dra-mixed-allocation"]
+    _, out, err = run_lint(argv, capsys, monkeypatch)
+    assert "gpu-dra-mixed-allocation" not in out + err
