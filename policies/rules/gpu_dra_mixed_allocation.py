@@ -52,7 +52,7 @@ from policies.facts import ClusterFacts, NodeFacts
 from policies.rule import NeedsFacts, NodeProblem, ObjectContext, Option, RuleContext
 from policies.scheduling import constraints_for, request_sites
 from policies.types import RelPath, Severity, Violation
-from policies.wording import noun
+from policies.wording import noun, plural
 
 ID = "gpu-dra-mixed-allocation"
 DEFAULT_SEVERITY = Severity.WARNING
@@ -149,7 +149,7 @@ def _share(hit: int, landing: int) -> str:
     """Whether the pod can avoid the mixed nodes: what is specific to it."""
     if hit >= landing:
         return f", and {noun(hit, 'it is', 'they are')} every node it may land on"
-    return f" ({hit} of the {landing} nodes it may land on)"
+    return f" ({hit} of the {plural(landing, 'node')} it may land on)"
 
 
 def check_cluster(facts: ClusterFacts) -> Iterator[NodeProblem]:
