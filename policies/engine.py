@@ -16,6 +16,7 @@ from policies.dra.reading import is_dra
 from policies.effective_facts import effective_facts
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts, NoImageFacts, lookup_archs, lookup_key
+from policies.kserve import NO_VIEW, KServeView
 from policies.memo import (
     ImagePairsKey,
     RulePlanKey,
@@ -101,6 +102,7 @@ class Evaluation:
     placeholders: list[UnrenderedPlaceholder] = field(default_factory=list)
     images: ImageFacts = field(default_factory=NoImageFacts)
     dra_inputs: DraInputs = NO_INPUTS
+    kserve: KServeView = NO_VIEW  # the input's KServe objects (policies.kserve), nearest first
 
     def blocking(self) -> list[Finding]:
         return [f for f in self.findings if f.severity is Severity.ERROR]
@@ -123,7 +125,8 @@ class Evaluation:
             return []
         doc = apply_patch(self.obj, ops)
         for _ in range(MAX_FIX_ROUNDS - 1):
-            again = evaluate(doc, self.config, self.facts, self.images, dra_inputs=self.dra_inputs)
+            again = evaluate(doc, self.config, self.facts, self.images, dra_inputs=self.dra_inputs,
+                             kserve=self.kserve)
             more = combine(doc, fixes(again.findings))
             if not more:
                 break
@@ -212,14 +215,17 @@ def evaluate(
     images: ImageFacts | None = None,
     *,
     dra_inputs: DraInputs | None = None,
+    kserve: KServeView | None = None,
 ) -> Evaluation:
     """Judge ``obj``; never raises on any input (see gpu-check-failed).
 
     ``dra_inputs``: the DeviceClasses, ResourceClaims and ResourceClaimTemplates of the input ``obj``
     comes from (policies.dra.facts), which a pod's claims resolve to before the cluster's.
+    ``kserve``: the ServingRuntimes, ClusterServingRuntimes and LLMInferenceServiceConfigs of that
+    input (policies.kserve), which KServe's templates merge over before the cluster's.
     """
     try:
-        return _evaluate(obj, config, facts, images, dra_inputs or NO_INPUTS)
+        return _evaluate(obj, config, facts, images, dra_inputs or NO_INPUTS, kserve or NO_VIEW)
     except Exception as exc:  # a defect outside the rules: the object is still not passed unjudged
         config = config or Config()
         ev = Evaluation(obj=obj, config=config, facts=facts or ClusterFacts.empty(), gpu_related=True)
@@ -238,11 +244,13 @@ def _evaluate(
     facts: ClusterFacts | None,
     images: ImageFacts | None,
     dra_inputs: DraInputs,
+    kserve: KServeView,
 ) -> Evaluation:
     config = config or Config()
     facts = effective_facts(facts or ClusterFacts.empty(), config)
     has_facts = not facts.is_empty
-    ev = Evaluation(obj=obj, config=config, facts=facts, images=images or NoImageFacts(), dra_inputs=dra_inputs)
+    ev = Evaluation(obj=obj, config=config, facts=facts, images=images or NoImageFacts(), dra_inputs=dra_inputs,
+                    kserve=kserve)
     dra = DraView(facts.dra, dra_inputs)
     meta = as_dict(obj.get("metadata"))
     namespace = text(meta.get("namespace") or "", 253)
@@ -253,7 +261,7 @@ def _evaluate(
         return ev
     skipped: set[str] = set()
     honoured = config.honours_ignore_annotation(namespace)
-    templates = extract(obj, config.workload_index)
+    templates = extract(obj, config.workload_index, kserve=_kserve_view(kserve, facts))
     if not templates:
         skipped.update(_check_object(ev, obj, config, kind, name, namespace, honoured, has_facts, dra))
     for pod in templates:
@@ -291,6 +299,17 @@ def _evaluate(
         skipped.update(_check_workload(ev, obj, templates, config, kind, name, namespace, honoured, has_facts))
     ev.skipped_rules = tuple(sorted(skipped))
     return ev
+
+
+def kserve_view(facts: ClusterFacts, inputs: KServeView = NO_VIEW) -> KServeView:
+    """What KServe's templates merge over (policies.kserve): the input's objects, then the cluster's."""
+    return _kserve_view(inputs, facts)
+
+
+def _kserve_view(inputs: KServeView, facts: ClusterFacts) -> KServeView:
+    """The input's KServe objects, then the cluster's."""
+    cluster = facts.kserve
+    return KServeView((*inputs.layers, cluster)) if cluster is not None else inputs
 
 
 UNSCHEDULABLE = "gpu-unschedulable"

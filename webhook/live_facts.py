@@ -15,6 +15,9 @@ NodePools (``karpenter.sh/v1``) are optional: while the API server answers 404 (
 CRD), the NodePool reflector counts as synced with none and lists again every
 ``crd_recheck_seconds``, so a Karpenter installed later is picked up without a restart.
 
+KServe's ServingRuntimes, ClusterServingRuntimes and LLMInferenceServiceConfigs (``serving.kserve.io``)
+are optional the same way; they become ``ClusterFacts.kserve`` (policies.kserve).
+
 Dynamic Resource Allocation (``resource.k8s.io``: DeviceClasses, ResourceSlices, ResourceClaims and
 ResourceClaimTemplates) is optional the same way: each is listed at the newest version the server
 serves (v1 since Kubernetes 1.34, else v1beta2, else v1beta1); 404 at every version means DRA is not
@@ -57,7 +60,9 @@ from policies.facts import (
     same_for_scheduling,
 )
 from policies.karpenter import nodepool_from_object
-from policies.reads import ASPECTS, DRA_CLAIMS, DRA_DEVICES, DRA_TEMPLATES, POOLS
+from policies.kserve import GROUP as KSERVE_GROUP
+from policies.kserve import KServeObjects, kserve_objects
+from policies.reads import ASPECTS, DRA_CLAIMS, DRA_DEVICES, DRA_TEMPLATES, KSERVE, POOLS
 from policies.reads import NODES as NODES_ASPECT
 from policies.reads import RUNTIME_CLASSES as RUNTIME_CLASSES_ASPECT
 from policies.shapes import as_mapping
@@ -138,12 +143,43 @@ def _dra(plural: str, convert: Callable[[Mapping[str, Any]], Any], namespaced: b
     )
 
 
+def _kserve(plural: str, kind: str, versions: tuple[str, ...], namespaced: bool) -> _Resource:
+    def convert(obj: Mapping[str, Any]) -> dict[str, Any]:
+        meta = as_mapping(obj.get("metadata"))
+        api_version = obj.get("apiVersion")
+        return {  # what policies.kserve reads, with the kind list items may lack
+            "apiVersion": api_version if isinstance(api_version, str) else f"{KSERVE_GROUP}/{versions[0]}",
+            "kind": kind,
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+            "spec": obj.get("spec"),
+        }
+
+    return _Resource(
+        plural,
+        "CustomObjectsApi",
+        "list_cluster_custom_object",
+        convert,
+        arguments=(("group", KSERVE_GROUP), ("plural", plural)),
+        optional=True,
+        versions=versions,
+        namespaced=namespaced,
+    )
+
+
 DEVICE_CLASSES = _dra("deviceclasses", parse_device_class)
 RESOURCE_SLICES = _dra("resourceslices", parse_resource_slice)
 RESOURCE_CLAIMS = _dra("resourceclaims", parse_resource_claim, namespaced=True)
 RESOURCE_CLAIM_TEMPLATES = _dra("resourceclaimtemplates", parse_resource_claim_template, namespaced=True)
 DRA_RESOURCES = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
 _DRA_NAMES = frozenset(r.name for r in DRA_RESOURCES)
+# KServe's ServingRuntimes, ClusterServingRuntimes and LLMInferenceServiceConfigs (policies.kserve), where
+# KServe is installed: what its InferenceServices' and LLMInferenceServices' pods are merged over.
+KSERVE_RESOURCES = (
+    _kserve("servingruntimes", "ServingRuntime", ("v1alpha1",), namespaced=True),
+    _kserve("clusterservingruntimes", "ClusterServingRuntime", ("v1alpha1",), namespaced=False),
+    _kserve("llminferenceserviceconfigs", "LLMInferenceServiceConfig", ("v1alpha2", "v1alpha1"), namespaced=True),
+)
+_KSERVE_NAMES = frozenset(r.name for r in KSERVE_RESOURCES)
 
 
 
@@ -426,6 +462,7 @@ class LiveFacts:
             _Reflector(self, RUNTIME_CLASSES),
             _Reflector(self, NODEPOOLS),
             *(_Reflector(self, r) for r in DRA_RESOURCES),
+            *(_Reflector(self, r) for r in KSERVE_RESOURCES),
         )
         self._changes = _Changes()
         self._dra_tuples: list[tuple[Any, ...] | None] = [None] * len(DRA_RESOURCES)
@@ -439,6 +476,7 @@ class LiveFacts:
         self._pools: tuple[NodeFacts, ...] = ()
         self._dra: DraFacts | None = None
         self._served: dict[str, DeviceClass] | None = None
+        self._kserve: KServeObjects | None = None
         self._last_publish = 0.0
         self._publishes = 0
         self._applied = 0
@@ -607,7 +645,7 @@ class LiveFacts:
             synced = all(r.synced for r in self._reflectors)
             copies: dict[str, Any] = {}
             if changes.resources & _DRA_NAMES:
-                dra_reflectors = self._reflectors[3:]
+                dra_reflectors = self._reflectors[3:3 + len(DRA_RESOURCES)]
                 for i, r in enumerate(dra_reflectors):  # a store that did not change keeps its tuple
                     if r.resource.name in changes.resources or self._dra_tuples[i] is None:
                         self._dra_tuples[i] = tuple(r.store[k] for k in sorted(r.store))
@@ -632,6 +670,9 @@ class LiveFacts:
             if NODEPOOLS.name in changes.resources:
                 pools = self._reflectors[2].store
                 copies["pools"] = tuple(pools[k] for k in sorted(pools))
+            if changes.resources & _KSERVE_NAMES:
+                served = self._reflectors[3 + len(DRA_RESOURCES):]
+                copies["kserve"] = tuple(r.store[k] for r in served for k in sorted(r.store))
             return nodes, synced, copies
 
     def _publish(self) -> None:
@@ -646,6 +687,10 @@ class LiveFacts:
         if "pools" in copies:
             self._pools = copies["pools"]
             tokens[POOLS] = object()
+        if "kserve" in copies:
+            served = kserve_objects(copies["kserve"])
+            self._kserve = None if served.empty else served
+            tokens[KSERVE] = object()
         changed = False
         for name, raw in nodes.items():
             if raw is None:
@@ -665,7 +710,8 @@ class LiveFacts:
         older = previous.basis
         basis = older if not previous.used and older is not None and older.used else previous
         facts = ClusterFacts(nodes=node_list, runtime_classes=self._classes, source="live", pools=self._pools,
-                             dra=self._dra, groups=groups, tokens=tokens, basis=basis, lender=previous)
+                             dra=self._dra, kserve=self._kserve, groups=groups, tokens=tokens, basis=basis,
+                             lender=previous)
         if self._served:
             mark_applied(facts)
         self._tokens = tokens

@@ -30,7 +30,7 @@ from gpuguard.sources.yamlsafe import InputError
 from policies import pointer
 from policies.config import Config
 from policies.cuda.versions import format_driver
-from policies.engine import IGNORE_ANNOTATION, cluster_findings, evaluate, is_gpu_related
+from policies.engine import IGNORE_ANNOTATION, cluster_findings, evaluate, is_gpu_related, kserve_view
 from policies.facts import ClusterFacts, NodeGroup
 from policies.images import ImageFacts
 from policies.placement import Cell, Placer, merge_cells
@@ -203,7 +203,9 @@ class Auditor:
     def _rows(self, obj: dict[str, Any], ref: ObjectRef, worst: Severity | None) -> list[MatrixRow]:
         assert self._placer is not None
         bucket = self._rows_bad if worst is not None else self._rows_clean
-        templates = [p for p in extract(obj, self.config.workload_index) if is_gpu_related(p, self.config)]
+        view = kserve_view(self.after if self.after is not None else self.facts)
+        templates = [p for p in extract(obj, self.config.workload_index, kserve=view)
+                     if is_gpu_related(p, self.config)]
         rows: list[MatrixRow] = []
         for pod in templates:
             if len(bucket) + len(rows) >= MAX_MATRIX_ROWS:

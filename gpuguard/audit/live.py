@@ -167,8 +167,8 @@ def _optional(client: RestClient, discovery: Discovery, group: str, resource: st
 
 
 def list_facts(client: RestClient, discovery: Discovery, page_size: int = PAGE_SIZE) -> LiveFacts:
-    """Nodes (required: ApiError when they cannot be listed), RuntimeClasses, NodePools and the DRA
-    objects (notes)."""
+    """Nodes (required: ApiError when they cannot be listed), RuntimeClasses, NodePools, the DRA
+    objects and KServe's ServingRuntimes and LLMInferenceServiceConfigs (notes)."""
     nodes: list[Mapping[str, Any]] = []
     for page in list_pages(client, "/api/v1/nodes", page_size=page_size):
         for raw in page:
@@ -179,11 +179,17 @@ def list_facts(client: RestClient, discovery: Discovery, page_size: int = PAGE_S
     classes = _optional(client, discovery, "node.k8s.io", "runtimeclasses", ("v1",), notes, pruned=True)
     pools = _optional(client, discovery, "karpenter.sh", "nodepools", ("v1",), notes, pruned=False)
     dra = _dra_objects(client, discovery, notes)
-    facts = ClusterFacts.from_objects([*nodes, *classes, *pools, *dra], source="live cluster")
+    served = [obj for plural, versions in KSERVE_FACT_RESOURCES
+              for obj in _optional(client, discovery, KSERVE_GROUP, plural, versions, notes, pruned=False)]
+    facts = ClusterFacts.from_objects([*nodes, *classes, *pools, *dra, *served], source="live cluster")
     return LiveFacts(facts, nodes, notes)
 
 
 DRA_FACT_RESOURCES = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
+# What KServe merges under its serving objects' pods (policies.kserve), where KServe is installed.
+KSERVE_GROUP = "serving.kserve.io"
+KSERVE_FACT_RESOURCES = (("servingruntimes", ("v1alpha1",)), ("clusterservingruntimes", ("v1alpha1",)),
+                         ("llminferenceserviceconfigs", ("v1alpha2", "v1alpha1")))
 
 
 def _dra_objects(client: RestClient, discovery: Discovery, notes: list[str]) -> list[Mapping[str, Any]]:

@@ -102,6 +102,8 @@ def test_rbac_reads_only_cluster_facts() -> None:
             ("", "nodes"), ("node.k8s.io", "runtimeclasses"), ("karpenter.sh", "nodepools"),
             *(("resource.k8s.io", r) for r in ("deviceclasses", "resourceslices", "resourceclaims",
                                                 "resourceclaimtemplates")),
+            *(("serving.kserve.io", r) for r in ("servingruntimes", "clusterservingruntimes",
+                                                  "llminferenceserviceconfigs")),
         )
         for verb in ("get", "list", "watch")
     }

@@ -61,6 +61,10 @@ MORE_RESOURCES: dict[str, tuple[str, str, str, bool]] = {
     "clusterpolicyreports": ("wgpolicyk8s.io", "v1alpha2", "ClusterPolicyReport", False),
     "reports": ("openreports.io", "v1alpha1", "Report", True),
     "clusterreports": ("openreports.io", "v1alpha1", "ClusterReport", False),
+    # KServe's runtimes and configs (cluster facts of the webhook, where KServe is installed)
+    "servingruntimes": ("serving.kserve.io", "v1alpha1", "ServingRuntime", True),
+    "clusterservingruntimes": ("serving.kserve.io", "v1alpha1", "ClusterServingRuntime", False),
+    "llminferenceserviceconfigs": ("serving.kserve.io", "v1alpha2", "LLMInferenceServiceConfig", True),
 }
 for _res, (_group, _version, _kind, _ns) in MORE_RESOURCES.items():
     PATHS[f"/apis/{_group}/{_version}/{_res}"] = _res
@@ -100,7 +104,8 @@ for _res, (_group, _version, _kind, _ns) in MORE_RESOURCES.items():
 ALL_RESOURCES = tuple(r for r in TYPE_META if r not in DRA_RESOURCES)
 # Resources of CRDs: answered with 404 until the test "installs" the CRD (``absent.discard``).
 OPTIONAL = frozenset({"nodepools", "pytorchjobs", "policyreports", "clusterpolicyreports", "reports",
-                      "clusterreports"})
+                      "clusterreports", "servingruntimes", "clusterservingruntimes", "llminferenceserviceconfigs"})
+KSERVE_RESOURCES = ("servingruntimes", "clusterservingruntimes", "llminferenceserviceconfigs")
 VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 # Field selectors the API server accepts per resource (pkg/registry/core/pod/strategy.go
 # PodToSelectableFields, pkg/registry/core/event/strategy.go ToSelectableFields; subset).
@@ -553,7 +558,7 @@ def make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             resource, namespace = self._route(url.path)
             if resource is not None and resource in api.absent:
                 with api.cond:
-                    api.list_calls[resource] += 1  # counted, so tests can wait for a recheck
+                    api.list_calls[resource] = api.list_calls.get(resource, 0) + 1  # counted: tests wait for a recheck
                 resource = None
             if resource is None or resource not in api.served:
                 self._json(404, {"kind": "Status", "code": 404, "status": "Failure", "reason": "NotFound"})
