@@ -396,10 +396,12 @@ def _kserve_bases(
 def _with_base_mounts(c: ContainerRef, merged: Merged, loc: Location) -> ContainerRef:
     """The container with the volume mounts its bases give it: a predictor's ``model`` runs in the
     runtime's ``kserve-container``; other containers merge with the base container of their name."""
-    if loc.kserve == "runtime" and c.kind == "component":
-        base_name: Any = RUNTIME_CONTAINER
-    else:
+    if c.kind == "component":
+        base_name: Any = RUNTIME_CONTAINER if loc.kserve == "runtime" else None
+    elif c.kind == "container":  # init containers merge with the base's init containers, which hold no mount
         base_name = c.container.get("name")
+    else:
+        base_name = None
     mounts = merged.mounts_of(base_name) if isinstance(base_name, str) else ()
     if not mounts:
         return c
