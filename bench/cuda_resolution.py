@@ -4,8 +4,9 @@
 
 Every container the CUDA rule would judge (a container allocated a GPU, in a GPU-related pod
 template) is collected from every document of the corpus; for each distinct image reference written
-as a string the offline knowledge answers a CUDA version (with its source), "no-cuda" (a plain OS
-image) or "unknown".  Prints one line per image and the rates, per distinct image and per container.
+as a string the offline knowledge answers a CUDA version (with its source), "no-cuda" (an image
+built without CUDA) or "unknown" (with the reason, where the knowledge base knows one).  Prints one
+line per image and the counts — known, none, unknown — per distinct image and per container.
 """
 
 from __future__ import annotations
@@ -75,8 +76,10 @@ def main() -> int:
         "containers": sum(counts.values()),
         "images_cuda": by_status["cuda"],
         "images_no_cuda": by_status["no-cuda"],
+        "images_unknown": by_status["unknown"],
         "containers_cuda": containers["cuda"],
         "containers_no_cuda": containers["no-cuda"],
+        "containers_unknown": containers["unknown"],
     }
     if args.format == "json":
         print(json.dumps({"rows": rows, "summary": summary}, indent=2))
@@ -84,16 +87,18 @@ def main() -> int:
     width = max(len(str(r["image"])) for r in rows) if rows else 10
     for r in rows:
         answer = f"{r['cuda']}  {r['source']}" if r["status"] == "cuda" else str(r["status"])
+        if r["status"] == "unknown" and r["source"]:
+            answer = f"unknown  ({r['source']})"
         print(f"{r['image']!s:<{width}}  x{r['containers']}  {answer}")
     print()
     print(
         f"images:     {summary['images_cuda']}/{summary['images']} resolve to a CUDA version, "
-        f"{summary['images_no_cuda']} need no CUDA ({summary['images_cuda'] + summary['images_no_cuda']}/"
-        f"{summary['images']} determined)"
+        f"{summary['images_no_cuda']} need no CUDA, {summary['images_unknown']} unknown "
+        f"({summary['images_cuda'] + summary['images_no_cuda']}/{summary['images']} determined)"
     )
     print(
         f"containers: {summary['containers_cuda']}/{summary['containers']} resolve to a CUDA version, "
-        f"{summary['containers_no_cuda']} need no CUDA"
+        f"{summary['containers_no_cuda']} need no CUDA, {summary['containers_unknown']} unknown"
     )
     return 0
 

@@ -6,9 +6,14 @@ bundled one) also each GPU node's driver and whether it runs the image natively,
 compatibility mode, or not at all.  ``--format json`` prints one object::
 
     {"image": …, "cuda": {"version": "12.8.1", "source": "…"} | null,
+     "cudaStatus": "known|none|unknown", "cudaReason": "…" | null,
      "requirement": "<NVIDIA_REQUIRE_CUDA of the image config> | null",
      "nodes": [{"name": …, "driver": "550.90.07" | null,
                 "verdict": "native|minor-version|forward|incompatible|unknown"}]}
+
+``cuda`` is null both for an image built without CUDA (``cudaStatus: none``: it needs no particular
+driver) and for one whose CUDA gpuguard cannot determine (``unknown``: never guessed);
+``cudaReason`` says which and why (null when ``known``).
 
 Exit status: 0, or 2 for bad usage, an invalid image reference (the message says what is wrong with it)
 or an unreadable cluster snapshot.

@@ -269,6 +269,7 @@ def run(args: argparse.Namespace) -> int:
     report.rendered_charts = [item.name for item in inputs if item.tool == "helm"]
     seen = effective_facts(facts, config)
     report.extended_resource_toleration = seen.extended_resource_toleration_reason
+    report.platform_note = seen.platform_note
     report.scaling_pools = [f"{pool.pool.origin} {pool.name!r}" for pool in seen.pools if pool.pool is not None]
     report.node_problems = cluster_notes(facts, config)
     state = _Run(args, config, facts, report)

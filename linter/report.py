@@ -25,6 +25,7 @@ class Report:
     fixed_files: list[str] = field(default_factory=list)
     # What the cluster facts say about the cluster beyond its nodes (policies.managed, capacity).
     extended_resource_toleration: str | None = None
+    platform_note: str | None = None  # a detected platform that is not taken to run it (text only)
     scaling_pools: list[str] = field(default_factory=list)
     stdin_name: str = STDIN_NAME  # what stdin is called in the report (--stdin-filename)
     helm_chart: str | None = None  # the chart directory Helm rendered into stdin (--helm-chart)
@@ -88,6 +89,8 @@ class Report:
                 f"ExtendedResourceToleration {self.extended_resource_toleration}: GPU pods are taken to tolerate "
                 "NoSchedule taints keyed by the resources they request"
             )
+        if self.platform_note:
+            notes.append(self.platform_note)
         if self.scaling_pools:
             pools = ", ".join(self.scaling_pools)
             n = len(self.scaling_pools)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from policies.placeholders import requests_by_placeholder
 from policies.podresources import container_requests
 from policies.podspec import ContainerRef, PodTemplate
 from policies.shapes import as_list
@@ -20,7 +21,9 @@ RULE_ID = "gpu-device-access-bypass"
 def image_env_containers(pod: PodTemplate, is_gpu: Callable[[str], bool]) -> list[ContainerRef]:
     out = []
     for c in pod.containers:
-        if container_requests(c, is_gpu) or as_list(c.resources.get("claims")):
+        if container_requests(c, is_gpu) or as_list(c.resources.get("claims")) or requests_by_placeholder(
+            c.resources, is_gpu
+        ):
             continue
         if any(isinstance(v, dict) and v.get("name") == NVIDIA_DEVICE_ENV for v in as_list(c.container.get("env"))):
             continue

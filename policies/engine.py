@@ -25,6 +25,7 @@ from policies.memo import (
     TemplateAnalysis,
     rule_results_key,
 )
+from policies.operands import identity
 from policies.patching import apply_patch, combine
 from policies.placeholders import Placeholder, find_placeholders, has_selector_values_unknown
 from policies.podspec import PodTemplate, extract
@@ -176,8 +177,12 @@ def _suggestions(unknown: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
 
 
 def _rebase(pod: PodTemplate, anchor: str, rel: tuple[Any, ...]) -> str:
-    base = pod.metadata_pointer if anchor == "metadata" else pod.spec_pointer
-    return pointer.join(base, rel)
+    if anchor == "metadata":
+        return pointer.join(pod.metadata_pointer, rel)
+    origin = pod.spec_origin(rel[0]) if rel and pod.spec_origins else None
+    if origin is not None:  # a value the template inherits is written where it comes from
+        return pointer.join(origin, rel[1:])
+    return pointer.join(pod.spec_pointer, rel)
 
 
 def _abs_op(pod: PodTemplate, op: RelOp) -> PatchOp:
@@ -294,7 +299,12 @@ def _evaluate(
         for rule_id, v in violations:
             module = RULES[rule_id]
             settings = config.settings(rule_id)
-            ev.findings.append(_finding(rule_id, module.REMEDIATION, settings, v, pod, kind, name, namespace))
+            found = _finding(rule_id, module.REMEDIATION, settings, v, pod, kind, name, namespace)
+            if pod.spec_origins and any(  # a value several templates inherit is one problem, said once
+                (f.rule, f.path, f.message) == (found.rule, found.path, found.message) for f in ev.findings
+            ):
+                continue
+            ev.findings.append(found)
     if ev.gpu_related:
         skipped.update(_check_workload(ev, obj, templates, config, kind, name, namespace, honoured, has_facts))
     ev.skipped_rules = tuple(sorted(skipped))
@@ -391,7 +401,7 @@ def _check_memoised(
     pending must not outlive the lookup.
     """
     try:
-        key = rule_results_key(config, pod, meta.get("annotations"), ignored, meta.get("namespace"))
+        key = rule_results_key(config, pod, meta.get("annotations"), ignored, meta.get("namespace"), identity(obj))
     except TooDeep:
         raise
     except Exception:  # data the key cannot take is judged without the memo, never left unjudged

@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from policies.labeldomain import LabelDomain
-from policies.managed import detect_extended_resource_toleration, pending_gpu_resources
+from policies.managed import Detected, detect_platform, pending_gpu_resources
 from policies.quantity import try_parse
 from policies.reads import (
     ASPECTS,
@@ -148,6 +148,9 @@ class NodeFacts:
     dra_served: tuple[tuple[str, str], ...] = ()
     # Resources the device plugin advertises here that DRA also serves: (resource, what serves it).
     dra_conflicts: tuple[tuple[str, str], ...] = ()
+    # The scheme of spec.providerID ("aws" for aws:///us-east-1a/i-…): which cloud controller set
+    # it (policies.managed tells platforms apart by it where no label does).
+    provider: str = ""
 
     @property
     def gpu_product(self) -> str | None:
@@ -382,7 +385,7 @@ class ClusterFacts:
     """Nodes, RuntimeClasses, capacity that can appear (``pools``) and cluster behaviour; immutable.
 
     ``extended_resource_toleration``: whether the API server runs the ExtendedResourceToleration
-    admission plugin; None means "as the nodes tell" (policies.managed detects GKE and AKS).
+    admission plugin; None means "as the nodes tell" (policies.managed detects the platform).
 
     **Snapshots that follow each other** (live facts): ``tokens`` holds one token per aspect of
     the facts (policies.reads), the same object while that aspect is unchanged; ``basis`` is the
@@ -405,6 +408,7 @@ class ClusterFacts:
     _groups: tuple[NodeGroup, ...]
     _node_groups: int
     _ert_reason: str | None
+    _platform: Detected | None
     _tokens: dict[str, Hashable]
     _previous: ClusterFacts | None
     _kept: dict[frozenset[str], bool]
@@ -449,13 +453,13 @@ class ClusterFacts:
         pool_groups = _group_pools(pools, lender._groups[lender._node_groups:] if lender is not None else ())
         put(self, "_groups", (*groups, *pool_groups))
         put(self, "_node_groups", len(groups))
+        platform = same._platform if same is not None else detect_platform(nodes)
         if extended_resource_toleration is not None:
             reason = "configured (extendedResourceToleration: true)" if extended_resource_toleration else None
-        elif same is not None and same._extended_resource_toleration is None:
-            reason = same._ert_reason
         else:
-            reason = detect_extended_resource_toleration(nodes)
+            reason = platform.ert_reason() if platform is not None else None
         put(self, "_ert_reason", reason)
+        put(self, "_platform", platform)
         put(self, "_tokens", {a: (tokens[a] if tokens is not None and a in tokens else object()) for a in ASPECTS})
         put(self, "_memo", {})
         put(self, "_pinned", {})
@@ -559,6 +563,15 @@ class ClusterFacts:
         """Why the ExtendedResourceToleration behaviour is assumed (None: it is not)."""
         note(NODES)
         return self._ert_reason
+
+    @property
+    def platform_note(self) -> str | None:
+        """What the nodes tell of a platform that is not taken to run ExtendedResourceToleration
+        (OpenShift does not; DigitalOcean's is not known), unless the config decided it."""
+        note(NODES)
+        if self._extended_resource_toleration is not None or self._platform is None:
+            return None
+        return self._platform.note()
 
     @property
     def used(self) -> bool:
@@ -886,6 +899,8 @@ def node_from_object(obj: Mapping[str, Any]) -> NodeFacts | None:
                 allocatable[str(res)] = parsed
     labels = str_map(meta.get("labels"))
     pending, reason = pending_gpu_resources(labels, allocatable)
+    provider_id = spec.get("providerID")
+    scheme, sep, _ = provider_id.partition("://") if isinstance(provider_id, str) else ("", "", "")
     return NodeFacts(
         name=name,
         labels=labels,
@@ -894,6 +909,7 @@ def node_from_object(obj: Mapping[str, Any]) -> NodeFacts | None:
         unschedulable=bool(spec.get("unschedulable")),
         may_offer=pending,
         pending_reason=reason,
+        provider=scheme if sep else "",
     )
 
 

@@ -235,17 +235,19 @@ class TemplateAnalysis:
 
 
 def rule_results_key(
-    config: object, pod: PodTemplate, object_annotations: Any, ignored: AbstractSet[str], namespace: Any = None
+    config: object, pod: PodTemplate, object_annotations: Any, ignored: AbstractSet[str], namespace: Any = None,
+    identity: Any = None,
 ) -> RuleResultsKey | None:
     """The memo key of a template's rule results; None when its data is not JSON (no memo).
 
     The object's namespace counts: DRA claims resolve in it, and gpu-device-access-bypass trusts
-    infrastructure by it (the replicas of one controller share it).  Raises policies.digest.TooDeep
-    for data nested beyond what the engine accepts.
+    infrastructure by it (the replicas of one controller share it), and by ``identity``: the
+    object's kind and whether a GPU Operator ClusterPolicy controls it (policies.operands).  Raises
+    policies.digest.TooDeep for data nested beyond what the engine accepts.
     """
     content = digest(
         spec_read(pod), annotations_read(pod.metadata.get("annotations")), annotations_read(object_annotations),
-        namespace,
+        namespace, identity,
     )
     derived = _derived(pod)
     if content is None or derived is None:
@@ -263,13 +265,15 @@ def rule_results_key(
 
 def _derived(pod: PodTemplate) -> bytes | None:
     """What the extractor took from outside the spec (KubeRay's /dev/shm from ``rayStartParams``,
-    Argo's inherited volumes and shared mounts, what KServe merges under a template, a component's
-    resources key); usually nothing."""
+    Argo's inherited volumes, shared mounts, where inherited fields are written and podSpecPatch, what
+    KServe merges under a template, a component's resources key); usually nothing."""
     containers = pod.containers
-    if not (pod.shm_provided or pod.runtime_expressions or pod.inherited_volumes or pod.merged_from
-            or pod.unseen_bases or any(c.shared_mounts or c.resources_key != "resources" for c in containers)):
+    if not (pod.shm_provided or pod.runtime_expressions or pod.inherited_volumes or pod.spec_origins
+            or pod.spec_patched or pod.merged_from or pod.unseen_bases
+            or any(c.shared_mounts or c.resources_key != "resources" for c in containers)):
         return b""
     return digest(
-        pod.shm_provided, pod.runtime_expressions, pod.inherited_volumes, pod.merged_from, pod.unseen_bases,
+        pod.shm_provided, pod.runtime_expressions, pod.inherited_volumes, pod.spec_origins, pod.spec_patched,
+        pod.merged_from, pod.unseen_bases,
         [(c.path, c.kind, c.resources_key, c.shared_mounts) for c in containers],
     )

@@ -1,10 +1,11 @@
 """Unrendered placeholders in the fields the rules judge: input errors, not GPU findings.
 
-Manifests meant for ``envsubst`` (``nvidia.com/gpu: ${ACCELERATOR_QUANTITY}``), a shell or make
-``$(VAR)``, or a Go/Helm/Jinja template whose ``{{ }}`` survived YAML parsing (a quoted
-``"{{ .Values.gpus }}"``) hold no quantity or label value yet.  Judging them would report a
-fractional GPU or a selector that matches no node; instead they are reported as input errors with
-their position, like unrendered Helm templates, and the rules skip the values.
+Manifests meant for ``envsubst`` (``nvidia.com/gpu: ${ACCELERATOR_QUANTITY}`` or the bare
+``nvidia.com/gpu: $GPU_PER_NODE``), a shell or make ``$(VAR)``, or a Go/Helm/Jinja template whose
+``{{ }}`` survived YAML parsing (a quoted ``"{{ .Values.gpus }}"``) hold no quantity or label value
+yet.  Judging them would report a fractional GPU or a selector that matches no node; instead they
+are reported as input errors with their position, like unrendered Helm templates, and the rules
+skip the values (a container whose GPU count is a placeholder is taken to ask for GPUs).
 
 Only quantities (container and pod-level resources) and node selection (``nodeSelector``, required
 node affinity) are looked at: elsewhere ``$(VAR)`` is Kubernetes' own dependent-variable syntax
@@ -14,7 +15,7 @@ creates the pod, so in its templates ``{{ }}`` is a value known only at run time
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,10 @@ from policies.types import RelPath
 TERMS_PATH: RelPath = (
     "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"
 )
-_DOLLAR = patterns.compile(r"\$\{[^}\n]*\}|\$\([A-Za-z_][A-Za-z0-9_]*\)")
+# ``${VAR}`` and ``$VAR`` are what envsubst replaces ("references to environment variables of the form
+# $VARIABLE or ${VARIABLE}", GNU gettext manual, "Invoking the envsubst program"); ``$(VAR)`` is
+# make's and the shell's.  No quantity and no label value can hold a ``$``.
+_DOLLAR = patterns.compile(r"\$\{[^}\n]*\}|\$\([A-Za-z_][A-Za-z0-9_]*\)|\$[A-Za-z_][A-Za-z0-9_]*")
 _BRACES = patterns.compile(r"(?s)\{\{.*?\}\}")
 
 
@@ -43,6 +47,15 @@ def placeholder_in(value: Any) -> str | None:
         return None
     found = _DOLLAR.search(value) or _BRACES.search(value)
     return found.group(0) if found else None
+
+
+def requests_by_placeholder(container_resources: Mapping[str, Any], is_gpu: Callable[[str], bool]) -> bool:
+    """Whether a container's limits or requests name a GPU whose quantity is still a placeholder: it
+    will request GPUs once rendered (the placeholder itself is the input error)."""
+    return any(
+        isinstance(name, str) and is_gpu(name) and placeholder_in(value) is not None
+        for _, value, name in ((p, v, p[-1]) for p, v in _resource_values(container_resources, ()))
+    )
 
 
 def _input_placeholder(value: Any, runtime_braces: bool) -> str | None:

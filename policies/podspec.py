@@ -15,11 +15,13 @@ list index.  Four shapes exist:
   ``container``, ``script`` (a container plus its source) or ``containerSet.containers``, with
   ``initContainers`` and ``sidecars`` (argoproj/argo-workflows pkg/apis/workflow/v1alpha1
   workflow_types.go ``Template``).  Templates of other types (steps, dag, resource, suspend…)
-  run no user pod and yield nothing.  The workflow's own ``nodeSelector``/``tolerations``/
-  ``affinity`` apply to a template that sets none of its own (workflow/controller/workflowpod.go
-  ``addSchedulingConstraints``), and ``podSpecPatch`` can change anything, so a template that
-  inherits scheduling fields or is patched has unknown scheduling; the workflow's ``volumes`` are
-  added to every pod (``inherited_volumes``).
+  run no user pod and yield nothing.  A template is judged as the pod the controller builds from
+  it (policies.argo): ``templateDefaults`` merged in, then what the workflow spec supplies where
+  the template is silent (``nodeSelector``, ``affinity``, ``tolerations``, ``resourceClaims``,
+  ``podResources``, ``podMetadata``…), each inherited value keeping the pointer of where it is
+  written (``spec_origins``); the workflow's ``volumes`` are available to every pod
+  (``inherited_volumes``).  ``podSpecPatch`` can change anything (``spec_patched``, unknown
+  scheduling).
 
 The webhook configuration in ``deploy/`` is tested against this table, so adding a kind here
 and forgetting the webhook rules fails the suite.
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from policies import pointer
+from policies.argo import POD_TYPES, argo_pod, template_type
 from policies.kserve import NO_VIEW, RUNTIME_CONTAINER, KServeView, Merged, llm_bases, runtime_bases
 from policies.shapes import as_dict, as_list, index_of, small_int, text
 from policies.types import RelPath, Segment
@@ -318,10 +321,23 @@ class PodTemplate:
     shm_provided: tuple[RelPath, ...] = ()
     runtime_expressions: bool = False  # ``{{ }}`` values are substituted when the pod is created
     inherited_volumes: tuple[dict[str, Any], ...] = ()  # volumes the pod gets from its owner
+    # Top-level keys of ``spec`` whose value is written elsewhere in the object (an Argo workflow's
+    # resourceClaims, its templateDefaults): (key, absolute pointer of the value).  Findings and
+    # fixes under such a key are rebased there (policies.engine).
+    spec_origins: tuple[tuple[str, str], ...] = ()
+    # A patch the owner applies last may change any field of the pod spec (Argo podSpecPatch).
+    spec_patched: bool = False
     # What an operator merges under the template (policies.kserve): what it merged, and the bases
     # that apply but are not known (their mounts and volumes are then unknown).
     merged_from: tuple[str, ...] = ()
     unseen_bases: tuple[str, ...] = ()
+
+    def spec_origin(self, key: Any) -> str | None:
+        """The pointer of the value of spec key ``key`` when it is written outside the template."""
+        for k, at in self.spec_origins:
+            if k == key:
+                return at
+        return None
 
     @property
     def annotations(self) -> dict[str, Any]:
@@ -426,15 +442,18 @@ def _ray_shm(group: Any) -> tuple[RelPath, ...]:
 
 
 ARGO_CONTAINER_KEYS = ("container", "script")
-ARGO_SCHEDULING = ("nodeSelector", "tolerations", "affinity")
 
 
-def _argo_template(template: dict[str, Any], workflow_spec: Any, at: str) -> PodTemplate | None:
+def _argo_template(template: dict[str, Any], workflow_spec: Any, at: str, workflow_at: str) -> PodTemplate | None:
+    if template_type(template) not in POD_TYPES:
+        return None  # steps, dag, resource, suspend, http…: no user pod
+    pod = argo_pod(template, workflow_spec, at, workflow_at)
+    spec = pod.spec
     refs: list[ContainerRef] = []
     for key in ARGO_CONTAINER_KEYS:
-        if isinstance(template.get(key), dict):
-            refs.append(ContainerRef((key,), template[key], "container"))
-    container_set = as_dict(template.get("containerSet"))
+        if isinstance(spec.get(key), dict):
+            refs.append(ContainerRef((key,), spec[key], "container"))
+    container_set = as_dict(spec.get("containerSet"))
     # Its volumeMounts are appended to every container (container_set_template_types.go GetContainers).
     shared = tuple(
         (("containerSet", "volumeMounts", i), m)
@@ -447,27 +466,25 @@ def _argo_template(template: dict[str, Any], workflow_spec: Any, at: str) -> Pod
         if isinstance(c, dict)
     )
     if not refs:
-        return None  # steps, dag, resource, suspend, http…: no user pod
+        return None
     kind: ContainerKind
     for key, kind in (("initContainers", "initContainer"), ("sidecars", "container")):
-        items = template.get(key)
+        items = spec.get(key)
         if isinstance(items, list):
             refs.extend(ContainerRef((key, i), c, kind) for i, c in enumerate(items) if isinstance(c, dict))
-    wf = as_dict(workflow_spec)
-    defaults = as_dict(wf.get("templateDefaults"))
-    inherited = any(not template.get(f) and (wf.get(f) or defaults.get(f)) for f in ARGO_SCHEDULING)
-    patched = any(d.get("podSpecPatch") for d in (template, wf, defaults))
-    volumes = tuple(v for v in as_list(wf.get("volumes")) if isinstance(v, dict))
+    volumes = tuple(v for v in as_list(as_dict(workflow_spec).get("volumes")) if isinstance(v, dict))
     return PodTemplate(
-        spec=template,
+        spec=spec,
         spec_pointer=at,
-        metadata=as_dict(template.get("metadata")),
+        metadata=pod.metadata,
         metadata_pointer=at + "/metadata",
         containers=tuple(refs),
-        scheduling_known=not (inherited or patched),
+        scheduling_known=pod.scheduling_known,
         shape="argo",
         runtime_expressions=True,
         inherited_volumes=volumes,
+        spec_origins=pod.origins,
+        spec_patched=pod.patched,
     )
 
 
@@ -609,7 +626,7 @@ def extract(
                     )
                 )
             elif loc.shape == "argo":
-                template = _argo_template(node, _node_at(obj, path[:-2]), at)
+                template = _argo_template(node, _node_at(obj, path[:-2]), at, pointer.join(_base, path[:-2]))
                 if template is not None:
                     found.append(template)
             elif loc.shape == "podspec":

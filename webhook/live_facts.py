@@ -42,6 +42,7 @@ from typing import Any
 
 import msgspec
 
+from gpuguard.kube.live import configuration_from
 from gpuguard.kube.pager import pages_of
 from gpuguard.kube.status import HTTP_GONE, HTTP_NOT_FOUND, status_of
 from policies.dra.capacity import mark_applied, node_capacity, serving
@@ -758,15 +759,8 @@ def from_kubeconfig(path: str | None, in_cluster: bool, on_update: FactsCallback
     """LiveFacts for the in-cluster service account, or a kubeconfig (None: the default one)."""
 
     from kubernetes import client
-    from kubernetes import config as kube_config
 
-    config: Any = kube_config  # untyped module
-    # Load now, so a missing kubeconfig or service account fails at startup with its own message.
-    configuration = client.Configuration()
-    if in_cluster:
-        config.load_incluster_config(client_configuration=configuration)
-    else:
-        config.load_kube_config(config_file=path, client_configuration=configuration)
+    configuration = configuration_from(path, in_cluster)
 
     def factory() -> Any:
         return client.ApiClient(configuration)

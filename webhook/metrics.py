@@ -6,6 +6,15 @@ Label values come from bounded sets only: an object kind outside the kinds gpugu
 counted as ``other``, so a client sending made-up kinds cannot grow the series without bound.  With
 ``--workers N`` each worker process keeps its own counters (scrape each pod, not each process;
 prefer one worker per pod and more replicas).
+
+Why not prometheus-client (measured, not assumed): its labelled counter and histogram updates take
+3.4 and 3.8 µs each (``Counter.labels(...).inc()``, ``Histogram.labels(...).observe()``, with their
+locks) against 0.24 and 0.27 µs for the dict and bisect updates here, on the same 2-core machine;
+a review makes three to six updates, so prometheus-client would add 10-20 µs to a review the engine
+judges in 60-200 µs, on the event loop.  What it brings beyond the format is not needed (one process
+per pod, no multiprocess mode, no default collectors but the GC counts rendered below).  The format
+is checked by Prometheus' own ``promtool check metrics`` and prometheus-client's parser
+(tests/webhook/test_metrics.py).
 """
 
 from __future__ import annotations

@@ -205,8 +205,9 @@ def _list_dra(lister: _Lister, listing: LiveListing) -> None:
     listing.objects.dra.extend(found)
 
 
-def api_client_from(kubeconfig: str | None, in_cluster: bool) -> Any:
-    """A ``kubernetes.client.ApiClient`` for the service account or a kubeconfig (None: default)."""
+def configuration_from(kubeconfig: str | None, in_cluster: bool) -> Any:
+    """A ``kubernetes.client.Configuration`` for the service account or a kubeconfig (None: the
+    default one), loaded now, so a missing kubeconfig or service account fails with its own message."""
     from kubernetes import client
     from kubernetes import config as kube_config
 
@@ -216,4 +217,11 @@ def api_client_from(kubeconfig: str | None, in_cluster: bool) -> Any:
         config.load_incluster_config(client_configuration=configuration)
     else:
         config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-    return client.ApiClient(configuration)
+    return configuration
+
+
+def api_client_from(kubeconfig: str | None, in_cluster: bool) -> Any:
+    """A ``kubernetes.client.ApiClient`` for the service account or a kubeconfig (None: default)."""
+    from kubernetes import client
+
+    return client.ApiClient(configuration_from(kubeconfig, in_cluster))

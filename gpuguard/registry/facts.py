@@ -1,8 +1,8 @@
 """``ImageFacts`` for the faces: a fixed view of resolved lookups, and what to look up.
 
-Which architectures: the ``kubernetes.io/arch`` label (a well-known label the kubelet sets,
-kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-arch) of the nodes that
-offer GPUs in the cluster facts; ``amd64`` when the facts name none.
+Which architectures: those the engine looks images up for on the nodes that offer GPUs in the
+cluster facts (``policies.images.node_arch``: the ``kubernetes.io/arch`` label, ``amd64`` on a
+node without it); ``amd64`` when the facts have no GPU node.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from typing import Any
 from policies.config import Config
 from policies.facts import ClusterFacts
 from policies.image_uses import images_in
-from policies.images import ImageLookup
+from policies.images import DEFAULT_ARCH, ImageLookup, node_arch
 from policies.memo import GpuNodeArchesKey
 
-ARCH_LABEL = "kubernetes.io/arch"
-DEFAULT_ARCHES = ("amd64",)
+DEFAULT_ARCHES = (DEFAULT_ARCH,)
 
 Pair = tuple[str, str]  # (image as written, arch)
 
@@ -46,9 +45,7 @@ def gpu_node_arches(facts: ClusterFacts, config: Config) -> tuple[str, ...]:
         for group in facts.groups:
             node = group.representative
             if any(config.is_gpu(name) and q > 0 for name, q in node.allocatable.items()):
-                arch = node.labels.get(ARCH_LABEL)
-                if arch:
-                    arches.add(arch)
+                arches.add(node_arch(node.labels))
         return tuple(sorted(arches)) or DEFAULT_ARCHES
 
     return facts.memoised(GpuNodeArchesKey(id(config)), compute, owner=config, pinned=True)

@@ -599,7 +599,7 @@ class ConfigDocument(_Model):
     )
     extended_resource_toleration: StrictBool | None = Field(
         default=_config_default("extended_resource_toleration"), alias="extendedResourceToleration",
-        description="whether the API server adds GPU tolerations (ExtendedResourceToleration: GKE, AKS); "
+        description="whether the API server adds GPU tolerations (ExtendedResourceToleration: GKE, AKS, EKS, OKE); "
         "default: detected from the nodes",
     )
 

@@ -6,13 +6,17 @@ per-release tables in ``policies/data``.  ``offline_cuda`` answers one of
 * ``cuda`` — the name determines the CUDA version (with where that came from);
 * ``no-cuda`` — a plain OS/language image: no CUDA in the image, so no driver requirement;
 * ``unknown`` — anything else (``latest``, dates, SHAs, product versions, unknown repositories):
-  never guessed.
+  never guessed; where the knowledge base knows why an image cannot be resolved (an NGC variant or
+  month no source states), ``source`` says so.
 
 Conventions, in the order they are tried:
 
 * ``nvidia-cuda``, ``pytorch``, ``ngc-framework`` — see ``policies.cuda.image``;
 * ``ngc-same-month`` — ``nvcr.io/nvidia/pytorch:YY.MM`` without notes of its own: the CUDA of the
   NGC YY.MM release, labelled as an inference;
+* ``ngc-variant`` — ``nvcr.io/nvidia/tritonserver:YY.MM-trtllm-python-py3`` and ``-vllm-python-py3``:
+  that month's variant, from Triton's compatibility matrix (variants lag the main image, so never the
+  release's CUDA); ``-py3-sdk``, ``-py3-min``, ``-py3-igpu`` and NeMo tags stay unknown, saying why;
 * ``k8s-cuda-sample`` — ``nvcr.io/nvidia/k8s/cuda-sample:<sample>-cuda<X.Y.Z>[-<os>]``;
 * ``vllm`` — ``vllm/vllm-openai:v<version>`` (per architecture);
 * ``tensorflow`` — ``tensorflow/tensorflow:<version>-gpu[-jupyter]``;
@@ -20,7 +24,9 @@ Conventions, in the order they are tried:
   alias a per-release default platform that is not known for every release: not resolved);
 * ``paddle``, ``paddle-dev`` — ``paddlepaddle/paddle:…-cudaX.Y-…`` and ``:cudaXYZ-dev``;
 * ``gcp-hf-dlc`` — Google Cloud's Hugging Face DLCs ``huggingface-<product>-cuXYZ.<version>…``;
-* ``plain-os`` — Docker Official Images of operating systems and Python: ``no-cuda``.
+* ``plain-os`` — Docker Official Images of operating systems and Python: ``no-cuda``;
+* ``no-cuda-image`` — listed repositories built without CUDA (AMD's ROCm framework images,
+  Kubernetes test images): ``no-cuda``.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from typing import Literal
 
 from policies import patterns
 from policies.boundedcache import small_key_cache
-from policies.cuda.image import MAX_REFERENCE_CHARS, ImageCuda, ImageRef, cuda_from_image, parse_image
+from policies.cuda.image import MAX_REFERENCE_CHARS, NGC_TAG, ImageCuda, ImageRef, cuda_from_image, parse_image
+from policies.cuda.knowledge import knowledge
 from policies.cuda.tables import tables
 from policies.cuda.versions import format_version, parse_version
 
@@ -39,6 +46,7 @@ OfflineStatus = Literal["cuda", "no-cuda", "unknown"]
 
 _DOCKER_HUB = ("docker.io", "index.docker.io", "registry-1.docker.io")
 _NGC_TAG = patterns.compile(r"^(?P<release>\d{2}\.\d{2})(?:-py3)?$")
+_NGC_VARIANT_TAG = patterns.compile(r"^(?P<release>\d{2}\.\d{2})-(?P<variant>[a-z0-9]+(?:-[a-z0-9]+)*)$")
 _SAMPLE_TAG = patterns.compile(r"^[a-z0-9][a-z0-9_.]*-cuda(?P<version>\d+\.\d+\.\d+)(?:-[a-z]+\d+(?:\.\d+)?)?$")
 _VLLM_TAG = patterns.compile(r"^v(?P<version>\d+(?:\.\d+)+(?:\.post\d+)?)$")
 _TF_TAG = patterns.compile(r"^(?P<version>\d+\.\d+\.\d+)-gpu(?:-jupyter)?$")
@@ -53,8 +61,8 @@ _DLC_TGI_CU124_FROM = (12, 4)
 class Offline:
     status: OfflineStatus
     cuda: ImageCuda | None = None
-    source: str = ""  # why: for "no-cuda" the reason, for "cuda" the same as cuda.source
-    convention: str = ""  # the id in image_conventions.json
+    source: str = ""  # for "cuda" the same as cuda.source; for "no-cuda" why; for "unknown" why, when known
+    convention: str = ""  # the id in image_conventions.json (empty when unknown: no convention applied)
     caveat: str = ""  # a known way the image's own NVIDIA_REQUIRE_CUDA understates the need
 
 
@@ -79,7 +87,7 @@ def _ngc_same_month(ref: ImageRef) -> Offline | None:
         m = _NGC_TAG.match(ref.tag or "")
         row = tb.ngc_releases.get(m.group("release")) if m else None
         if row is None:
-            return UNKNOWN
+            return _ngc_month_unknown(ref) or UNKNOWN
         release = m.group("release") if m else ""
         source = (
             f"NGC {release} release, a same-month NGC release inference for {framework} "
@@ -87,6 +95,48 @@ def _ngc_same_month(ref: ImageRef) -> Offline | None:
             f"{row.source.split(';', 1)[0]})"
         )
         return _found(row.cuda, source, "ngc-same-month")
+    return None
+
+
+def _ngc_month_unknown(ref: ImageRef) -> Offline | None:
+    """An NGC framework's plain ``YY.MM[-py3]`` tag whose month no statement in the tables covers."""
+    m = NGC_TAG.match(ref.tag or "")
+    if m is None:
+        return None
+    for framework in sorted(knowledge().ngc_frameworks() | tables().ngc_infer_for):
+        if ref.path_endswith("nvidia/" + framework):
+            release = m.group("release")
+            return Offline(
+                "unknown",
+                source=f"no release statement in gpuguard's tables gives the CUDA of NGC {framework} {release}",
+            )
+    return None
+
+
+def _ngc_variant(ref: ImageRef) -> Offline | None:
+    """``nvidia/<framework>:YY.MM-<variant>``: the variant's own month row, else why it stays unknown."""
+    tb = tables()
+    for framework in tb.ngc_variant_frameworks:
+        if not ref.path_endswith("nvidia/" + framework):
+            continue
+        m = _NGC_VARIANT_TAG.match(ref.tag or "")
+        if m is not None:
+            release, variant = m.group("release"), m.group("variant")
+            row = tb.ngc_variants.get((framework, variant, release))
+            if row is not None:
+                listed = row.source.split(" (", 1)[0]
+                return _found(row.cuda, f"NGC {framework} {release}-{variant} (listed in {listed})", "ngc-variant")
+            if (framework, variant) in tb.ngc_mapped_variants:
+                return Offline(
+                    "unknown",
+                    source=f"no statement gives the CUDA of NGC {framework} {release}-{variant}: the variant's months "
+                    "are mapped one by one, and variants lag the main image",
+                )
+            why = tb.ngc_unresolved.get((framework, variant))
+            if why is not None:
+                return Offline("unknown", source=why.reason)
+        why = tb.ngc_unresolved.get((framework, ""))
+        return Offline("unknown", source=why.reason) if why is not None else None
     return None
 
 
@@ -206,6 +256,14 @@ def _plain(ref: ImageRef) -> Offline | None:
     return None
 
 
+def _no_cuda_image(ref: ImageRef) -> Offline | None:
+    registry = "docker.io" if _on_docker_hub(ref) else ref.registry
+    entry = tables().no_cuda.get(f"{registry}/{ref.repository}")
+    if entry is None:
+        return None
+    return Offline("no-cuda", source=f"{entry[0]}: an image built without CUDA", convention="no-cuda-image")
+
+
 DIGEST_NOTE = "by its tag; the runtime pulls the pinned digest, whose config a registry lookup reads"
 
 
@@ -233,6 +291,7 @@ def _offline_cuda(reference: str, arch: str) -> Offline:
     if ref is None:
         return UNKNOWN
     for attempt in (
+        _ngc_variant(ref),
         _ngc_same_month(ref),
         _k8s_sample(ref),
         _vllm(ref, arch),
@@ -241,6 +300,8 @@ def _offline_cuda(reference: str, arch: str) -> Offline:
         _paddle(ref),
         _gcp_dlc(ref),
         _plain(ref),
+        _no_cuda_image(ref),
+        _ngc_month_unknown(ref),
     ):
         if attempt is not None:
             return attempt

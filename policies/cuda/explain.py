@@ -7,10 +7,10 @@ about the image) so the face that fetches it passes it in; without one, the imag
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from policies.cuda.compat import Mode, Requirement, native_cuda_text, requirement
-from policies.cuda.conventions import offline_cuda
+from policies.cuda.conventions import Offline, offline_cuda
 from policies.cuda.need import Need, container_need
 from policies.cuda.require import Start
 from policies.cuda.tables import tables
@@ -30,6 +30,14 @@ class GroupReport:
     runtime: str  # why the runtime refuses it there, else ""
 
 
+CudaStatus = Literal["known", "none", "unknown"]
+CUDA_STATUS: dict[str, CudaStatus] = {"cuda": "known", "no-cuda": "none", "unknown": "unknown"}
+
+# Said of an unknown image when nothing more specific is known about it.
+NO_CONVENTION = "no sourced naming convention determines its CUDA version"
+NO_CUDA_IN_CONFIG = "its image config declares no CUDA_VERSION or NVIDIA_REQUIRE_CUDA"
+
+
 @dataclass(frozen=True, slots=True)
 class ImageReport:
     image: str
@@ -38,9 +46,17 @@ class ImageReport:
     convention_source: str  # the full source of the naming convention used, if any
     cluster: str | None
     groups: tuple[GroupReport, ...] | None
+    reason: str | None = None  # why the image needs no CUDA, or why its CUDA is unknown; None when known
+
+    @property
+    def cuda_status(self) -> CudaStatus:
+        """``known`` (a CUDA version), ``none`` (the image carries no CUDA) or ``unknown``."""
+        return CUDA_STATUS[self.need.status]
 
     def to_json(self) -> dict[str, Any]:
-        """``{"image", "cuda": {"version", "source"} | null, "requirement", "nodes": [...]}``."""
+        """``{"image", "cuda": {"version", "source"} | null, "cudaStatus", "cudaReason", "requirement",
+        "nodes": [...]}``: ``cuda`` is null both when the image needs no CUDA (``cudaStatus: none``) and
+        when its CUDA is not known (``unknown``); ``cudaReason`` says why (null when ``known``)."""
         resolution = self.need.resolution
         nodes = [
             {"name": name, "driver": g.driver, "verdict": VERDICT_NAMES[g.mode]}
@@ -51,9 +67,21 @@ class ImageReport:
         return {
             "image": self.image,
             "cuda": cuda,
+            "cudaStatus": self.cuda_status,
+            "cudaReason": self.reason,
             "requirement": self.need.image_requirement,
             "nodes": nodes,
         }
+
+
+def _reason(need: Need, offline: Offline) -> str | None:
+    if need.status == "cuda":
+        return None
+    if need.status == "no-cuda":
+        return offline.source
+    if need.config is not None:
+        return NO_CUDA_IN_CONFIG
+    return offline.source or NO_CONVENTION
 
 
 def _is_gpu_group(group: NodeGroup) -> bool:
@@ -105,6 +133,7 @@ def explain_image(
         convention_source=convention,
         cluster=facts.source if facts is not None else None,
         groups=tuple(groups) if groups is not None else None,
+        reason=_reason(top, offline),
     )
 
 
@@ -121,6 +150,11 @@ def render_text(report: ImageReport) -> str:
             lines.append(f"  convention source: {report.convention_source}")
     elif need.status == "no-cuda":
         lines.append("CUDA: none — the image carries no CUDA, so it needs no particular driver")
+    elif report.reason and report.reason not in (NO_CONVENTION, NO_CUDA_IN_CONFIG):
+        lines.append(
+            f"CUDA: unknown — {report.reason}; gpuguard does not guess — set the gpuguard.io/cuda-version "
+            "annotation or an imageRules entry"
+        )
     else:
         lines.append(
             "CUDA: unknown (no recognised tag; gpuguard does not guess — set the gpuguard.io/cuda-version "

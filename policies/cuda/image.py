@@ -30,7 +30,7 @@ MAX_REFERENCE_CHARS = 255 + 1 + 128 + 8 + 128
 _CUDA_TAG = patterns.compile(
     r"^(?P<version>\d+\.\d+(?:\.\d+)?)(?:-cudnn\d*)?-(?:base|runtime|devel)(?:-[a-z]+\d+(?:\.\d+)?)?$"
 )
-_NGC_TAG = patterns.compile(r"^(?P<release>\d{2}\.\d{2})(?:-(?:py3|py2|tf1-py3|tf2-py3))?$")
+NGC_TAG = patterns.compile(r"^(?P<release>\d{2}\.\d{2})(?:-(?:py3|py2|tf1-py3|tf2-py3))?$")  # NGC plain tags
 _PYTORCH_TAG = patterns.compile(r"^\d+(?:\.\d+)*(?:[a-z0-9]*)?-cuda(?P<version>\d+\.\d+)-cudnn\d+-(?:runtime|devel)$")
 
 
@@ -97,7 +97,7 @@ def cuda_from_image(reference: str) -> ImageCuda | None:
     kb = knowledge()
     for framework in kb.ngc_frameworks():
         if ref.path_endswith("nvidia/" + framework):
-            m = _NGC_TAG.match(ref.tag)
+            m = NGC_TAG.match(ref.tag)
             row = kb.ngc_release(framework, m.group("release")) if m else None
             if row is None:
                 return None

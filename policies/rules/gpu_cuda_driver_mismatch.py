@@ -3,9 +3,11 @@
 For each container that requests a GPU, the CUDA version of its image is resolved (annotation
 ``gpuguard.io/cuda-version[.<container>]``, then the ``imageRules`` option, then the image config
 when a registry lookup found it — its ``CUDA_VERSION`` or ``NVIDIA_REQUIRE_CUDA`` — then the image
-name: ``nvidia/cuda``, NGC frameworks, ``pytorch/pytorch``, the k8s CUDA samples, vLLM, TensorFlow,
-Ray ``-cuXY``, PaddlePaddle, Google Cloud's Hugging Face DLCs; see ``policies.cuda.conventions``).
-Unknown images are skipped, never guessed; plain OS images need no CUDA.  Each candidate node
+name: ``nvidia/cuda``, NGC frameworks and the Triton ``-trtllm-``/``-vllm-python-py3`` variants,
+``pytorch/pytorch``, the k8s CUDA samples, vLLM, TensorFlow, Ray ``-cuXY``, PaddlePaddle, Google
+Cloud's Hugging Face DLCs; see ``policies.cuda.conventions``).  Unknown images are skipped, never
+guessed; images built without CUDA (plain OS images, AMD's ROCm images, Kubernetes test images)
+need none.  Each candidate node
 group — offering the requested GPU resource and admitted by the pod's selectors, affinity and
 tolerations — is classed by its GPU Feature Discovery driver labels as native, minor-version
 compatible, forward compatible (data-center GPUs only) or incompatible (see

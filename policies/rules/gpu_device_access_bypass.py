@@ -34,9 +34,17 @@ Operator v25.10 and later with CDI): the NVIDIA variable then counts only in pod
 
 GPU infrastructure (the GPU Operator's operands, device plugins, DRA drivers, DCGM exporter) sees
 every GPU by design.  In the namespaces of the option ``infrastructureNamespaces`` every finding is
-kept as **info**.  An object that names no namespace (a chart's manifests) is infrastructure when
-it mounts kubelet directories only node agents use (device-plugins, plugins_registry,
-pod-resources); anywhere else, such a mount is no exemption a tenant could claim.
+kept as **info**.  An object that names no namespace (a chart's manifests, the GPU Operator's
+``assets/``) is infrastructure when it mounts kubelet directories only node agents use
+(device-plugins, plugins_registry, pod-resources), when its images are all NVIDIA's GPU
+infrastructure images, or when it is a GPU Operator operand by image and shape (policies.operands:
+infrastructure images, or the operator's ``FILLED BY THE OPERATOR`` placeholder, and pods that
+select nodes by ``nvidia.com/gpu.deploy.<operand>``); anywhere else, none of these is an exemption
+a tenant could claim by copying it.  In any other namespace only an operand DaemonSet that the GPU
+Operator's ClusterPolicy controls is infrastructure (a copied owner reference names no existing
+ClusterPolicy, so the garbage collector deletes the copy, and the Pods it creates are judged as
+before); an object that merely looks like an operand keeps its findings, which say so and name the
+namespace to declare.
 
 Failing::
 
@@ -64,6 +72,8 @@ from typing import Any
 from policies.applicability import Applies, Profile
 from policies.dra.objects import dns_label_ok
 from policies.images import lookup_archs
+from policies.operands import operand
+from policies.placeholders import requests_by_placeholder
 from policies.podspec import ContainerRef
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import uses_gpu
@@ -136,26 +146,50 @@ OPTIONS: tuple[Option, ...] = (
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    infrastructure = _infrastructure(ctx)
+    infrastructure, resembles = _infrastructure(ctx)
     for v in _violations(ctx):
-        if infrastructure is None:
-            yield v
-        else:
+        if infrastructure is not None:
             yield dataclasses.replace(v, message=f"{v.message} ({infrastructure})", severity=Severity.INFO)
+        elif resembles is not None:
+            yield dataclasses.replace(v, message=f"{v.message} ({resembles})")
+        else:
+            yield v
 
 
-def _infrastructure(ctx: RuleContext) -> str | None:
-    """Why the pod is GPU infrastructure, which sees every GPU by design; None when it is not.
+_BY_DESIGN = "GPU infrastructure, which sees every GPU by design"
+
+
+def _infrastructure(ctx: RuleContext) -> tuple[str | None, str | None]:
+    """(Why the pod is GPU infrastructure, which sees every GPU by design, or None; what it resembles
+    without being taken for it, or None).
 
     A namespace that is no DNS label (``FILLED BY THE OPERATOR`` in the GPU Operator's assets) is a
-    placeholder, so as unknown as none; the API server never sends one."""
+    placeholder, so as unknown as none; the API server never sends one.  A GPU Operator operand is
+    recognised by its images and shape (policies.operands); in a real namespace only a DaemonSet the
+    operator's ClusterPolicy controls."""
     namespace = as_dict(ctx.obj.get("metadata")).get("namespace")
     if isinstance(namespace, str) and dns_label_ok(namespace):
         if namespace in ctx.options["infrastructureNamespaces"]:
-            return f"namespace {namespace!r} holds GPU infrastructure, which sees every GPU by design"
-        return None
+            return f"namespace {namespace!r} holds GPU infrastructure, which sees every GPU by design", None
+        found = operand(ctx.obj, ctx.pod, unrendered=False)
+        if found is None:
+            return None, None
+        if found.owned:
+            return f"{found.what}, which its ClusterPolicy controls: {_BY_DESIGN}", None
+        return None, (
+            f"it looks like {found.what}, but no ClusterPolicy controls it: if the GPU Operator runs in namespace "
+            f"{namespace!r}, list it in infrastructureNamespaces"
+        )
+    return _unnamed_infrastructure(ctx), None
+
+
+def _unnamed_infrastructure(ctx: RuleContext) -> str | None:
+    """Why a pod of an object without a (real) namespace is GPU infrastructure, or None."""
     if ctx.pod.shape == "component":
         return None
+    found = operand(ctx.obj, ctx.pod, unrendered=True)
+    if found is not None:
+        return f"{found.what}: {_BY_DESIGN}"
     for vol in as_list(ctx.pod.spec.get("volumes")):
         path = as_dict(as_dict(vol).get("hostPath")).get("path")
         if isinstance(path, str) and (directory := infrastructure_dir(path)) is not None:
@@ -227,7 +261,10 @@ def _honoured(ctx: RuleContext, c: ContainerRef, vendor: Vendor) -> bool:
 
 
 def _requests_devices(ctx: RuleContext, c: ContainerRef) -> bool:
-    return uses_gpu(ctx, c) or bool(as_list(c.resources.get("claims")))
+    """Whether the container asks for devices: GPUs, DRA claims, or a GPU whose quantity is an
+    unrendered placeholder (an input error; once rendered it asks for GPUs)."""
+    return (uses_gpu(ctx, c) or bool(as_list(c.resources.get("claims")))
+            or requests_by_placeholder(c.resources, ctx.is_gpu))
 
 
 def _violations(ctx: RuleContext) -> Iterator[Violation]:

@@ -18,7 +18,10 @@ The ``source:`` wrapper of Kubernetes ≤ 1.30 was replaced by the inlined field
 
 Entries naming different ``request``\\ s of one claim are distinct.  Components whose pod is built
 by an operator (TrainJob's ``resourcesPerNode``) are not checked against ``spec.resourceClaims``,
-which the operator supplies.
+which the operator supplies.  An Argo Workflows template is checked as the pod the controller
+builds: the workflow's ``spec.resourceClaims`` apply to every template that declares none of its
+own (policies.argo); where a ``podSpecPatch`` may add claims, a container claim is not taken to be
+undeclared.
 
 Failing::
 
@@ -150,7 +153,7 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
                     f"container {c.name!r}: resources.claims lists claim {what} twice; remove the duplicate", at
                 )
             seen.add(key)
-            if checks_pod and name not in declared:
+            if checks_pod and name not in declared and not ctx.pod.spec_patched:
                 yield Violation(
                     f"container {c.name!r}: resources.claims[{i}] names claim {name!r}, which is not in "
                     f"spec.resourceClaims (declared: {known}); add it there or fix the name",

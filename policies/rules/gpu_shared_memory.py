@@ -23,6 +23,12 @@ presets (``config-llm-template``, ``config-llm-worker-data-parallel``…), and a
 the cluster facts.  A base that applies but is not known (``model.runtime`` naming a runtime gpuguard
 does not have) makes the finding an info without a fix: the runtime may well mount it.
 
+A ``hostPath`` of the node's own ``/dev/shm`` is memory-backed too — the node's init mounts a tmpfs
+there (systemd src/core/mount-setup.c) — so NCCL has room and no warning is given; but the pod then
+shares the node's shared memory with the node and every other pod that mounts it, and what it
+writes there outlives it, so it is reported as **info**, without a fix (an emptyDir with medium
+Memory gives the pod its own; whether sharing was meant is for a person to say).
+
 Failing::
 
     containers:
@@ -57,7 +63,8 @@ from policies.kserve import merge_maps
 from policies.podspec import SHM_PATH, ContainerRef, is_shm_mount
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import gpu_devices, runnable_containers
-from policies.shapes import as_list, text
+from policies.shapes import as_dict, as_list, text
+from policies.signals import normal_host_path
 from policies.types import RelOp, RelPath, Severity, Violation
 
 ID = "gpu-shared-memory"
@@ -207,6 +214,17 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
             path=("volumes", vol_index, "emptyDir") if vol_index is not None else at_mount,
             fix=() if vol_index is None else (RelOp("add", ("volumes", vol_index, "emptyDir", "medium"), "Memory"),),
         )
+    if _is_host_shm(volume):
+        return Violation(
+            message=(
+                f"container {c.name!r} uses {gpus} GPUs and mounts the node's own /dev/shm (hostPath volume "
+                f"{text(volume.get('name'), 63)!r}): memory-backed, so NCCL and DataLoader workers have room, but "
+                f"shared with the node and every pod that mounts it, and what is written there outlives the pod: "
+                f"an emptyDir with medium: Memory gives the pod its own"
+            ),
+            path=at_mount,
+            severity=Severity.INFO,
+        )
     return Violation(
         message=(
             f"container {c.name!r} uses {gpus} GPUs and mounts volume {text(volume.get('name'), 63)!r} "
@@ -215,6 +233,16 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
         ),
         path=at_mount,
     )
+
+
+def _is_host_shm(volume: dict[str, Any]) -> bool:
+    """A hostPath of the node's /dev/shm (or a directory in it): the tmpfs the node's init mounts
+    there (systemd src/core/mount-setup.c: tmpfs at /dev/shm), memory-backed."""
+    path = as_dict(volume.get("hostPath")).get("path")
+    if not isinstance(path, str):
+        return False
+    normal = normal_host_path(path)
+    return normal == SHM_PATH or normal.startswith(SHM_PATH + "/")
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:

@@ -6,9 +6,12 @@ greater than or equal to 0", and for integer resources (``helper.IsIntegerResour
 for every extended resource) a value whose milli-value is not a multiple of 1000 gets "must be an
 integer".  So ``nvidia.com/gpu: 0.5``, ``500m`` or ``1.5`` is rejected; a fraction of a GPU comes
 from MIG profiles, time-slicing/MPS replicas or DRA, never from a fractional quantity.  A value that
-is not a quantity at all fails to decode — except an unrendered placeholder (``${GPUS}``,
+is not a quantity at all fails to decode — except an unrendered placeholder (``${GPUS}``, ``$GPUS``,
 ``{{ .Values.gpus }}``), which is an input error of its own (policies.placeholders), or an Argo
-Workflows parameter substituted when the pod is created.
+Workflows parameter substituted when the pod is created.  An empty value (``nvidia.com/gpu:``, YAML
+null, as a template that rendered nothing leaves it) is no error to the API server: apimachinery
+decodes null as a zero quantity (pkg/api/resource/quantity.go ``UnmarshalJSON``), so the container
+silently gets none of the resource; the finding says so.
 
 GPUs in pod-level ``spec.resources`` are rejected too: ``validatePodResourceName`` accepts only
 ``cpu``, ``memory`` and ``hugepages-*`` there (``IsSupportedPodLevelResource``,
@@ -74,6 +77,21 @@ def _problem(value: Any) -> str | None:
     return None
 
 
+def _empty(container: str, which: str, name: str, other: Any, path: tuple[Any, ...]) -> Violation:
+    """``nvidia.com/gpu:`` with nothing after it (a template that rendered nothing): YAML null, which
+    apimachinery decodes as a zero quantity (pkg/api/resource/quantity.go ``UnmarshalJSON``: "null"
+    gives the zero Quantity).  Alone, the API server admits the container with 0 of the resource; next
+    to a count on the other side (limits and requests of an extended resource must be equal), it
+    rejects the pod."""
+    head = f"container {container!r}: {which}.{name} is empty (null), which the API server reads as 0"
+    if other is not None and try_parse(other) not in (None, 0):
+        side = "requests" if which == "limits" else "limits"
+        message = f"{head}, unlike its {side} ({text(other, 40)}), so the API server rejects the pod: write the count"
+    else:
+        message = f"{head}, so the container gets no {name}: write the number it needs, or remove the entry"
+    return Violation(message=message, path=path)
+
+
 def _shown(value: Any) -> str:
     shown = text(value, 40)
     return repr(shown) if isinstance(value, str) and try_parse(value) is None else shown
@@ -85,6 +103,10 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
             for name, value in c.resource_map(which).items():
                 if not isinstance(name, str) or not is_extended(name) or placeholder_in(value):
                     continue  # an unrendered placeholder is an input error, not a quantity
+                if value is None:
+                    other = c.resource_map("requests" if which == "limits" else "limits").get(name)
+                    yield _empty(c.name, which, name, other, (*c.resources_path, which, name))
+                    continue
                 problem = _problem(value)
                 if problem is None:
                     continue

@@ -498,3 +498,39 @@ def test_kserve_runtimes_in_the_cluster_snapshot_count(
     isvc = CORPUS / "real" / "NVIDIA__nim-deploy__kserve__nim-models__mixtral-8x22b-instruct-v01_8xgpu_1.0.0.yaml"
     _, out, _ = run_lint([str(isvc), "--cluster", str(snapshot), "--format", "json"], capsys, monkeypatch)
     assert not [f for f in json.loads(out)["findings"] if f["rule"] == "gpu-shared-memory"]
+GPU_POD = """apiVersion: v1
+kind: Pod
+metadata: {name: train, namespace: ml}
+spec:
+  containers:
+  - name: train
+    image: nvidia/cuda:12.8.0-base-ubuntu24.04
+    resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+def test_the_platform_the_nodes_show_is_said_in_the_summary(tmp_path: Path) -> None:
+    from tests.support.proc import gpuguard
+
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(GPU_POD)
+    eks = gpuguard("lint", str(pod), "--cluster", str(FIXTURES / "clusters" / "eks.yaml"))
+    assert eks.code == 0, eks.stdout + eks.stderr
+    assert ("note: cluster: ExtendedResourceToleration detected: EKS runs it (node label "
+            "eks.amazonaws.com/nodegroup)") in eks.stdout + eks.stderr
+    summary = json.loads(gpuguard("lint", str(pod), "--cluster", str(FIXTURES / "clusters" / "eks.yaml"),
+                                  "--format", "json").stdout)["summary"]
+    assert summary["extended_resource_toleration"] == "detected: EKS runs it (node label eks.amazonaws.com/nodegroup)"
+    # A platform that does not run it is named too, with what that means for GPU pods.
+    cluster = yaml.safe_load((FIXTURES / "clusters" / "eks.yaml").read_text())
+    for item in cluster["items"]:
+        item["metadata"]["labels"] = {k: v for k, v in item["metadata"]["labels"].items()
+                                      if not k.startswith("eks.amazonaws.com/")}
+        item["metadata"]["labels"]["node.openshift.io/os_id"] = "rhcos"
+    ocp = tmp_path / "ocp.yaml"
+    ocp.write_text(yaml.safe_dump(cluster))
+    done = gpuguard("lint", str(pod), "--cluster", str(ocp))
+    assert done.code == 1
+    assert ("note: cluster: OpenShift detected (node label node.openshift.io/os_id): it does not run "
+            "ExtendedResourceToleration") in done.stdout + done.stderr
+    assert "gpu-taint-not-tolerated" in done.stdout

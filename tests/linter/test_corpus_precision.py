@@ -1,14 +1,20 @@
 """Precision on the public corpus: every finding per file is pinned (rule, severity, pointer), so
 noise cannot creep back and a lost true finding shows up at once.
 
-Three runs are pinned in tests/fixtures/corpus-expected.json:
+Five runs are pinned in tests/fixtures/corpus-expected.json:
 
 * ``default`` — ``gpuguard lint`` on the 144 real manifests with no cluster and no config: at most
   about one warning per three files;
 * ``sample`` — the same with ``--cluster sample``;
 * ``gke`` — the 23 Google samples against a GKE-shaped snapshot (tests/fixtures/clusters/gke.yaml)
   with the node pools they ask for declared in tests/fixtures/clusters/gke-pools.yaml: GKE runs
-  ExtendedResourceToleration, so none of them may be a gpu-taint-not-tolerated error.
+  ExtendedResourceToleration, so none of them may be a gpu-taint-not-tolerated error;
+* ``eks`` — the 144 real manifests against an EKS-shaped snapshot (tests/fixtures/clusters/eks.yaml:
+  p5.48xlarge and g5.12xlarge managed node groups tainted nvidia.com/gpu=true:NoSchedule).  EKS
+  runs ExtendedResourceToleration too: no GPU pod may be a gpu-taint-not-tolerated error;
+* ``added`` — the folders kept apart from ``real/`` (tests/corpus/argo: Argo Workflows with
+  workflow-level DRA claims; tests/corpus/operands: the GPU Operator's operand DaemonSets) with the
+  sample cluster: none of them is an error or a warning.
 
 Input errors (unrendered placeholders) are pinned with their lines.  After a deliberate change,
 review the difference and rewrite the pins:
@@ -35,6 +41,8 @@ REAL = CORPUS / "real"
 PINS = FIXTURES / "corpus-expected.json"
 GKE = FIXTURES / "clusters" / "gke.yaml"
 GKE_POOLS = FIXTURES / "clusters" / "gke-pools.yaml"
+EKS = FIXTURES / "clusters" / "eks.yaml"
+ADDED = (CORPUS / "argo", CORPUS / "operands")
 GOOGLE = "GoogleCloudPlatform__"
 
 pytestmark = pytest.mark.slow
@@ -55,6 +63,8 @@ def _runs() -> dict[str, list[str]]:
         "default": [str(REAL)],
         "sample": [str(REAL), "--cluster", "sample"],
         "gke": [*google, "--cluster", str(GKE), "--config", str(GKE_POOLS)],
+        "eks": [str(REAL), "--cluster", str(EKS)],
+        "added": [*(str(d) for d in ADDED), "--cluster", "sample"],
     }
 
 
@@ -88,7 +98,7 @@ def pins() -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize("run", ["default", "sample", "gke"])
+@pytest.mark.parametrize("run", ["default", "sample", "gke", "eks", "added"])
 def test_findings_per_file_are_exactly_the_pinned_ones(run: str, now: dict[str, Any], pins: dict[str, Any]) -> None:
     assert now[run] == pins[run], f"{run}: findings changed; review, then run: python -m tests.linter.test_corpus_precision --update"
 
@@ -108,6 +118,20 @@ def test_gke_samples_need_no_toleration_of_their_own(now: dict[str, Any]) -> Non
     rules = {row[0] for rows in run["findings"].values() for row in rows}
     assert "gpu-taint-not-tolerated" not in rules
     assert not {"gpu-node-selector-mismatch", "gpu-resource-unknown", "gpu-unschedulable"} & rules
+
+
+def test_eks_gpu_node_groups_tainted_nvidia_gpu_deny_no_gpu_pod(now: dict[str, Any]) -> None:
+    run = now["eks"]
+    assert run["files"] == 144
+    rules = {row[0] for rows in run["findings"].values() for row in rows}
+    assert "gpu-taint-not-tolerated" not in rules
+
+
+def test_argo_workflows_and_gpu_operator_operands_are_neither_errors_nor_warnings(now: dict[str, Any]) -> None:
+    run = now["added"]
+    assert run["files"] == sum(len(list(d.glob("*.yaml"))) for d in ADDED) == 10
+    assert run["by_severity"]["error"] == run["by_severity"]["warning"] == 0
+    assert run["by_severity"]["info"] > 0  # the operands are privileged: said, as info
 
 
 def test_placeholders_are_input_errors_with_lines(now: dict[str, Any]) -> None:

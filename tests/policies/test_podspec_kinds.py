@@ -45,17 +45,34 @@ def test_argo_container_set_shares_its_volume_mounts() -> None:
                for c in t.containers)
 
 
-def test_argo_inherited_scheduling_is_unknown_and_volumes_are_inherited() -> None:
+def test_argo_templates_inherit_the_workflows_scheduling_and_volumes() -> None:
+    # workflowpod.go addSchedulingConstraints: the workflow's tolerations apply to a template that
+    # sets none; its own replace them; a podSpecPatch may change anything.
     wf = load("workflow.yaml")
     wf["spec"]["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
     wf["spec"]["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     script, _ = extract(wf)
-    assert not script.scheduling_known
+    assert script.scheduling_known
+    assert script.spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    assert script.spec_origins == (("tolerations", "/spec/tolerations"),)
     assert script.inherited_volumes == ({"name": "dshm", "emptyDir": {"medium": "Memory"}},)
+    assert "tolerations" not in wf["spec"]["templates"][1]  # the object itself is left as it is
     wf["spec"]["templates"][1]["tolerations"] = [{"key": "x", "operator": "Exists"}]
-    assert extract(wf)[0].scheduling_known  # its own tolerations replace the workflow's
+    own = extract(wf)[0]
+    assert own.spec["tolerations"] == [{"key": "x", "operator": "Exists"}] and own.spec_origins == ()
     wf["spec"]["podSpecPatch"] = '{"containers": [{"name": "main"}]}'
-    assert not extract(wf)[0].scheduling_known
+    patched = extract(wf)[0]
+    assert not patched.scheduling_known and patched.spec_patched
+
+
+def test_a_steps_template_that_sets_scheduling_makes_it_unknown_for_the_templates_it_may_call() -> None:
+    wf = load("workflow.yaml")
+    steps = next(t for t in wf["spec"]["templates"] if "steps" in t)
+    steps["nodeSelector"] = {"pool": "gpu"}
+    script, container = extract(wf)
+    assert not script.scheduling_known and not container.scheduling_known
+    wf["spec"]["templates"][1]["nodeSelector"] = {"pool": "cpu"}  # its own wins over the boundary's
+    assert extract(wf)[0].scheduling_known
 
 
 def gpu_workflow() -> dict[str, Any]:

@@ -352,3 +352,42 @@ def test_day_two_existing_objects_are_never_denied(example_facts: ClusterFacts) 
             request = step["request"]
             assert verdict.allowed, (request["operation"], request["kind"]["kind"], verdict.message)
             assert verdict.patch is None
+
+
+VALIDATOR_ASSET = "NVIDIA__gpu-operator__assets__state-operator-validation__0500_daemonset.yaml"
+CLUSTER_POLICY = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "name": "cluster-policy",
+                  "uid": "6a0c5d2e-8f7b-4f3a-9d1e-2b4c6a8e0f13", "controller": True, "blockOwnerDeletion": True}
+
+
+def _validator_daemonset(namespace: str, owned: bool) -> dict[str, Any]:
+    from tests.support.paths import CORPUS
+
+    ds: dict[str, Any] = yaml.safe_load((CORPUS / "operands" / VALIDATOR_ASSET).read_text())
+    ds["metadata"]["namespace"] = namespace
+    if owned:
+        ds["metadata"]["ownerReferences"] = [dict(CLUSTER_POLICY)]
+    spec = ds["spec"]["template"]["spec"]
+    for c in [*spec["initContainers"], *spec["containers"]]:
+        c["image"] = "nvcr.io/nvidia/gpu-operator:v26.7.0"
+    return ds
+
+
+def test_a_gpu_operator_operand_is_admitted_only_when_its_cluster_policy_controls_it(
+    example_facts: ClusterFacts,
+) -> None:
+    # The operator's own DaemonSet, in a namespace the config does not list: admitted.
+    config = load_config({})
+    assert decide(review("CREATE", _validator_daemonset("gpu-system", owned=True)), example_facts, config).allowed
+    # The same without its ClusterPolicy: a copy any tenant could make; denied as before, saying why.
+    verdict = decide(review("CREATE", _validator_daemonset("team-a", owned=False)), example_facts, config)
+    assert not verdict.allowed
+    assert "it looks like the GPU Operator's operator-validator operand, but no ClusterPolicy controls it" in (
+        verdict.message)
+    # A tenant Pod that copies the operand's labels, image, node selector and owner reference is no operand.
+    template = _validator_daemonset("team-a", owned=True)["spec"]["template"]
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "copy", "namespace": "team-a", "labels": template["metadata"]["labels"],
+                        "ownerReferences": [dict(CLUSTER_POLICY)]},
+           "spec": {**template["spec"]}}
+    verdict = decide(review("CREATE", pod), example_facts, config)
+    assert not verdict.allowed and "[gpu-device-access-bypass]" in verdict.message

@@ -1,4 +1,4 @@
-"""Kubernetes' CEL for DRA device selectors, on top of cel-python's parser.
+"""Kubernetes' CEL for DRA device selectors, on top of cel-python's grammar (``cel.lark``) and lark.
 
 Entry points::
 

@@ -1,7 +1,9 @@
-"""CEL text to :mod:`policies.dra.cel.ast`, using cel-python's grammar and parser.
+"""CEL text to :mod:`policies.dra.cel.ast`, using cel-python's grammar with lark.
 
-cel-python (``celpy``) supplies the LALR grammar (a transcription of cel-spec's CEL.g4) and
-the lark parser.  This module turns its concrete syntax tree into the compact tree of
+``cel.lark`` is cel-python's LALR grammar (a transcription of cel-spec's CEL.g4; vendored from
+cel-python 0.5.0 with its licence header), parsed by lark with the options cel-python's
+``celparser.CELParser`` uses; cel-python itself is not imported (its package pulls its whole
+evaluator and pendulum, for a grammar file).  This module turns its concrete syntax tree into the compact tree of
 :mod:`.ast` without recursion (the grammar is left-recursive, so a 3,000-term ``||`` chain is
 3,000 levels deep), expands the macros the way cel-go's parser does (parser/macro.go) and
 decodes literals with CEL's escape rules.
@@ -15,17 +17,15 @@ CEL.g4 has, so counting them gives the same depth.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import lark
 
 from policies import patterns
 from policies.dra.cel import ast
-
-if TYPE_CHECKING:
-    from celpy.celparser import CELParser
 
 MAX_RECURSION_DEPTH = 250  # cel-go parser default, unchanged by Kubernetes
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -60,30 +60,41 @@ class Parsed:
 
 Tree = lark.Tree[lark.Token]
 
-_parser: CELParser | None = None
+GRAMMAR = Path(__file__).with_name("cel.lark")
+_parser: lark.Lark | None = None
 
 
-def _cel_parser() -> CELParser:
-    """cel-python's parser, imported and built on first use (it costs ~0.5 s)."""
+def _literal_or_identifier(token: lark.Token) -> lark.Token:
+    """The grammar's IDENT also matches ``true``/``false``: those are BOOL_LIT (as cel-python's
+    ``CELParser.ambiguous_literals`` resolves it)."""
+    if token.value in ("true", "false"):
+        return lark.Token("BOOL_LIT", token.value)
+    return token
+
+
+def _cel_parser() -> lark.Lark:
+    """The LALR parser over ``cel.lark``, built on first use, with cel-python's options."""
     global _parser
     if _parser is None:
-        from celpy.celparser import CELParser
-
-        _parser = CELParser()
+        _parser = lark.Lark(
+            GRAMMAR.read_text(encoding="utf-8"),
+            parser="lalr",
+            start="expr",
+            g_regex_flags=re.M,
+            lexer_callbacks={"IDENT": _literal_or_identifier},
+            propagate_positions=True,
+            maybe_placeholders=False,
+            priority="invert",
+        )
     return _parser
 
 
 def parse(text: str) -> Parsed:
     """Parse ``text``; raises :class:`CelSyntaxError` for text cel-go would reject too."""
     parser = _cel_parser()
-    from celpy.celparser import CELParseError
-
     try:
         tree = parser.parse(text)
-    except CELParseError as exc:
-        offset = _offset_of(text, exc.line, exc.column)
-        raise CelSyntaxError(_syntax_detail(text, offset), offset, bool(_GRAMMAR_GAPS.search(text))) from None
-    except lark.exceptions.LarkError as exc:  # any other lexer/parser failure
+    except lark.exceptions.LarkError as exc:  # UnexpectedToken/Characters carry line and column
         offset = _offset_of(text, getattr(exc, "line", None), getattr(exc, "column", None))
         raise CelSyntaxError(_syntax_detail(text, offset), offset, bool(_GRAMMAR_GAPS.search(text))) from None
     depth = _expr_depth(tree)

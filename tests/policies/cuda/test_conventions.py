@@ -34,6 +34,18 @@ from policies.cuda.conventions import offline_cuda
         ("nvcr.io/nvidia/pytorch:24.05-py3", (12, 4, 1)),
         ("nvcr.io/nvidia/pytorch:25.03-py3", (12, 8, 1)),
         ("nvcr.io/nvidia/pytorch:25.12-py3", (13, 1, 0)),  # its own release notes, not an inference
+        ("nvcr.io/nvidia/pytorch:26.02-py3", (13, 1, 1)),  # Triton 26.02's notes, a same-month inference
+        ("nvcr.io/nvidia/pytorch:26.03-py3", (13, 2, 0)),  # CUDA DL and vLLM 26.03's notes
+        ("nvcr.io/nvidia/tritonserver:26.06-py3", (13, 3, 0)),
+        ("nvcr.io/nvidia/vllm:26.03-py3", (13, 2, 0)),  # the NGC vLLM container's own notes
+        ("nvcr.io/nvidia/vllm:25.10-py3", (13, 0, 2)),
+        # variants: their own month of Triton's compatibility matrix, not the main image's CUDA
+        ("nvcr.io/nvidia/tritonserver:24.06-trtllm-python-py3", (12, 4, 0)),  # 24.06-py3 is 12.5.0
+        ("nvcr.io/nvidia/tritonserver:25.10-trtllm-python-py3", (12, 9, 1)),  # 25.10-py3 is 13.0.2
+        ("nvcr.io/nvidia/tritonserver:24.05-trtllm-python-py3", (12, 3, 2)),
+        ("nvcr.io/nvidia/tritonserver:24.06-vllm-python-py3", (12, 5, 0)),
+        ("nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3", (13, 1, 1)),
+        ("nvcr.io/nvidia/tritonserver:26.07-trtllm-python-py3", (13, 1, 0)),
     ],
 )
 def test_sourced_conventions_resolve(image: str, cuda: tuple[int, ...]) -> None:
@@ -92,13 +104,70 @@ def test_plain_official_images_need_no_cuda(image: str) -> None:
         "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/base-cu121.py310",
         "ghcr.io/kyverno/test-busybox:1.35",  # not the official image
         "registry.example.com/library/ubuntu:22.04",  # another registry's copy: unknown
-        "rocm/pytorch:latest",
+        "quay.io/rocm/pytorch:latest",  # not the repository AMD publishes
+        "rocm/dev-ubuntu-22.04:latest",  # not listed
+        "registry.k8s.io/e2e-test-images/busybox:1.36",  # not listed
+        "nvcr.io/nvidia/tritonserver:24.06-py3-sdk",  # no statement gives the SDK image's CUDA
+        "nvcr.io/nvidia/tritonserver:24.06-py3-min",
+        "nvcr.io/nvidia/tritonserver:24.06-py3-igpu",  # built on JetPack's CUDA, not the month's
+        "nvcr.io/nvidia/tritonserver:24.03-trtllm-python-py3",  # the matrix starts at 24.04
+        "nvcr.io/nvidia/tritonserver:24.06-pyt-python-py3",  # a variant no source maps
+        "nvcr.io/nvidia/nemo:25.04.01",
+        "nvcr.io/nvidia/vllm:26.02-py3",  # no 26.02 vLLM notes found: never bracketed by neighbours
+        "nvcr.io/nvidia/pytorch:26.08-py3",
         "$IMAGE_URL",
         "",
     ],
 )
 def test_names_without_a_sourced_convention_are_unknown(image: str) -> None:
     assert offline_cuda(image).status == "unknown"
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "rocm/pytorch:latest",
+        "docker.io/rocm/vllm:rocm6.2_mi300_ubuntu20.04_py3.9_vllm_0.6.4",
+        "rocm/jax:latest",
+        "rocm/tensorflow:latest",
+        "registry.k8s.io/e2e-test-images/agnhost:2.53",
+        "gcr.io/k8s-staging-perf-tests/sleep:latest",
+    ],
+)
+def test_listed_repositories_built_without_cuda_need_none(image: str) -> None:
+    found = offline_cuda(image)
+    assert found.status == "no-cuda" and found.cuda is None and found.convention == "no-cuda-image"
+    assert "built without CUDA" in found.source
+
+
+@pytest.mark.parametrize(
+    ("image", "why"),
+    [
+        ("nvcr.io/nvidia/tritonserver:24.06-py3-sdk", "no release note states the CUDA of the Triton SDK image"),
+        ("nvcr.io/nvidia/tritonserver:25.01-py3-sdk-igpu", "Jetson"),
+        ("nvcr.io/nvidia/tritonserver:24.06-py3-igpu", "Jetson"),
+        ("nvcr.io/nvidia/tritonserver:24.03-trtllm-python-py3", "variants lag the main image"),
+        ("nvcr.io/nvidia/nemo:25.04.01", "NeMo 24.05 on PyTorch 24.02"),
+        ("nvcr.io/nvidia/vllm:26.02-py3", "NGC vllm 26.02"),
+        ("nvcr.io/nvidia/pytorch:23.02-py3", "NGC pytorch 23.02"),
+    ],
+)
+def test_unknown_ngc_images_say_why(image: str, why: str) -> None:
+    found = offline_cuda(image)
+    assert found.status == "unknown" and found.cuda is None and found.convention == ""
+    assert why in found.source
+
+
+def test_unknown_without_a_known_reason_says_nothing() -> None:
+    assert offline_cuda("example.com/team/app:1.0").source == ""
+    assert offline_cuda("nvcr.io/nvidia/tritonserver:24.06-pyt-python-py3").source == ""
+
+
+def test_variant_sources_name_the_variant_and_the_matrix() -> None:
+    found = offline_cuda("nvcr.io/nvidia/tritonserver:24.06-trtllm-python-py3")
+    assert found.convention == "ngc-variant"
+    assert found.source.startswith("NGC tritonserver 24.06-trtllm-python-py3 ")
+    assert "docs/introduction/compatibility.md" in found.source
 
 
 def test_vllm_is_per_architecture() -> None:

@@ -36,6 +36,14 @@ EXPECTED: dict[str, tuple[int, ...] | str] = {
     "ubuntu:18.04": "no-cuda",
     "ubuntu:22.04": "no-cuda",
     "ubuntu:24.04": "no-cuda",
+    # repositories built without CUDA (policies/data/no_cuda_images.json): AMD's ROCm images and
+    # Kubernetes test images (used by the corpus's AMD and DRA examples)
+    "rocm/jax:latest": "no-cuda",
+    "rocm/pytorch:latest": "no-cuda",
+    "rocm/tensorflow:latest": "no-cuda",
+    "rocm/vllm:rocm6.2_mi300_ubuntu20.04_py3.9_vllm_0.6.4": "no-cuda",
+    "registry.k8s.io/e2e-test-images/agnhost:2.53": "no-cuda",
+    "gcr.io/k8s-staging-perf-tests/sleep:latest": "no-cuda",
 }
 
 

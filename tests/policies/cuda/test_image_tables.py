@@ -21,9 +21,11 @@ from tests.support.paths import REFERENCE
 REQUIRED_KEYS = {
     "image_conventions.json": {"id", "convention", "source"},
     "ngc_releases.json": {"release", "cuda", "pytorchStated", "source"},
+    "ngc_variants.json": {"framework", "variant", "release", "cuda", "source"},
     "tensorflow_cuda.json": {"version", "cuda", "source"},
     "vllm_cuda.json": {"version", "cuda", "source"},
     "plain_images.json": {"name", "source"},
+    "no_cuda_images.json": {"image", "what", "source"},
 }
 
 
@@ -34,9 +36,11 @@ def _version_key(text: str) -> list[int]:
 ORDER_KEYS: dict[str, Any] = {
     "image_conventions.json": lambda r: r["id"],
     "ngc_releases.json": lambda r: r["release"],
+    "ngc_variants.json": lambda r: (r["framework"], r["variant"], r["release"]),
     "tensorflow_cuda.json": lambda r: _version_key(r["version"]),
     "vllm_cuda.json": lambda r: _version_key(r["version"]),
     "plain_images.json": lambda r: r["name"],
+    "no_cuda_images.json": lambda r: r["image"],
 }
 
 
@@ -77,6 +81,9 @@ def test_rows_strictly_ordered(name: str) -> None:
         ("us-docker.pkg.dev/deeplearning-platform-release/gcr.io/huggingface-text-embeddings-inference-cu122.1-6.ubuntu2204",
          "gcp-hf-dlc"),
         ("python:3.12-slim", "plain-os"),
+        ("nvcr.io/nvidia/tritonserver:24.06-trtllm-python-py3", "ngc-variant"),
+        ("nvcr.io/nvidia/vllm:26.03-py3", "ngc-framework"),
+        ("rocm/pytorch:latest", "no-cuda-image"),
     ],
 )
 def test_every_convention_applied_is_sourced(image: str, convention: str) -> None:
@@ -92,7 +99,7 @@ def test_conventions_cited_in_the_module_are_in_the_table() -> None:
 
 def test_versions_resolve_to_known_toolkits() -> None:
     kb, tb = knowledge(), tables()
-    rows = [*tb.ngc_releases.values(), *tb.tensorflow.values()]
+    rows = [*tb.ngc_releases.values(), *tb.ngc_variants.values(), *tb.tensorflow.values()]
     rows += [row for per_arch in tb.vllm.values() for row in per_arch.values()]
     for row in rows:
         assert kb.toolkit(row.cuda) is not None, row
@@ -105,6 +112,49 @@ def test_vllm_rows_name_their_release_files_and_sdist_digest() -> None:
         for arch, cuda in row["cuda"].items():
             assert arch in ("amd64", "arm64")
             assert f"{arch} --build-arg CUDA_VERSION={cuda}" in row["source"] or f"ARG CUDA_VERSION={cuda}" in row["source"]
+
+
+def test_variant_rows_quote_their_matrix_line() -> None:
+    """Each row names its NGC tag and the matrix's four-part CUDA version, whose X.Y.Z is the row's."""
+    for row in _doc("ngc_variants.json")["rows"]:
+        line = re.search(
+            r"^triton-inference-server/server@[0-9a-f]{8} docs/introduction/compatibility\.md \(Container Name: "
+            r"([a-z0-9-]+): NGC Tag nvcr\.io/nvidia/tritonserver:(\d\d\.\d\d)-([a-z0-9-]+), CUDA version "
+            r"(\d+\.\d+\.\d+)(?:\.\d+)?\)$",
+            row["source"],
+        )
+        assert line is not None, row
+        assert line.groups() == (row["variant"], row["release"], row["variant"], row["cuda"]), row
+        assert row["framework"] == "tritonserver"
+
+
+def test_variants_are_not_assumed_to_be_the_main_image() -> None:
+    """The matrix disagrees with the main image in some months: proof that a variant needs its own row."""
+    tb, kb = tables(), knowledge()
+    differ = [
+        (v, release)
+        for (f, v, release), row in tb.ngc_variants.items()
+        if (main := kb.ngc_release(f, release)) is not None and major_minor(main.cuda) != major_minor(row.cuda)
+    ]
+    assert ("trtllm-python-py3", "25.10") in differ and ("trtllm-python-py3", "24.05") in differ
+
+
+def test_unresolved_variants_are_sourced_and_never_mapped() -> None:
+    doc = _doc("ngc_variants.json")
+    keys = [(e["framework"], e["variant"]) for e in doc["unresolved"]]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    mapped = {(r["framework"], r["variant"]) for r in doc["rows"]}
+    for entry in doc["unresolved"]:
+        assert set(entry) == {"framework", "variant", "reason", "source"}
+        assert (entry["framework"], entry["variant"]) not in mapped
+        assert entry["reason"] and len(entry["source"]) > 20
+
+
+def test_no_cuda_images_name_their_build_source() -> None:
+    for row in _doc("no_cuda_images.json")["rows"]:
+        registry = row["image"].split("/", 1)[0]
+        assert "." in registry, row  # a full registry/repository, as the convention matches it
+        assert re.match(r"^([\w.-]+/[\w.-]+@[0-9a-f]{8} |https://)", row["source"]), row
 
 
 def test_tensorflow_rows_quote_their_table_line() -> None:

@@ -116,6 +116,21 @@ def test_ngc_images_judged_offline_carry_the_cuda_9_caveat() -> None:
     assert need.notes == (NGC_CAVEAT,)
 
 
+def test_an_annotated_ngc_image_no_source_covers_gets_no_ngc_caveat() -> None:
+    """The caveat is about NGC images the tables resolve; an unknown one the user annotates says nothing."""
+    need = _need("nvcr.io/nvidia/vllm:26.02-py3", annotations={"gpuguard.io/cuda-version": "13.1"})
+    assert need.status == "cuda" and need.resolution.version == (13, 1)
+    assert NGC_CAVEAT not in need.notes
+    variant = _need("nvcr.io/nvidia/tritonserver:24.06-py3-sdk", annotations={"gpuguard.io/cuda-version": "12.5"})
+    assert variant.notes == ()
+
+
+def test_ngc_variants_judged_by_their_own_month() -> None:
+    need = _need("nvcr.io/nvidia/tritonserver:24.06-trtllm-python-py3")
+    assert need.status == "cuda" and need.resolution.version == (12, 4, 0)
+    assert need.resolution.datacenter_drivers is None
+
+
 def test_architecture_specific_offline_rows() -> None:
     assert _need("vllm/vllm-openai:v0.11.0").resolution.version == (12, 8, 1)
     assert _need("vllm/vllm-openai:v0.11.0", arch="arm64").resolution.version == (12, 9, 1)

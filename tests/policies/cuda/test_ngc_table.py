@@ -64,8 +64,10 @@ def test_forward_compatibility_of_ngc_images(image: str, driver: tuple[int, ...]
 @pytest.mark.parametrize(
     "image",
     [
-        "nvcr.io/nvidia/tritonserver:25.10-vllm-python-py3",  # variants are built on another CUDA
-        "nvcr.io/nvidia/tritonserver:24.10-trtllm-python-py3",
+        "nvcr.io/nvidia/tritonserver:24.03-vllm-python-py3",  # the variant matrix starts at 24.04
+        "nvcr.io/nvidia/tritonserver:24.10-py3-sdk",  # no statement for the SDK image
+        "nvcr.io/nvidia/vllm:26.02-py3",  # no NGC vLLM 26.02 notes
+        "nvcr.io/nvidia/nemo:25.04.01",
         "nvidia/cuda:12.4.0-base-ubuntu22.04-sdk",
         "nvcr.io/nvidia/pytorch:23.02-py3",  # no statement for NGC 23.02 at all: no guess
         "nvcr.io/nvidia/pytorch:23.10-igpu",  # a variant tag, not inferred
@@ -74,6 +76,38 @@ def test_forward_compatibility_of_ngc_images(image: str, driver: tuple[int, ...]
 )
 def test_unmapped_ngc_tags_give_no_version(image: str) -> None:
     assert resolve(image) is None
+
+
+@pytest.mark.parametrize(
+    ("variant", "main", "variant_cuda", "main_cuda"),
+    [
+        # Triton's compatibility matrix: variants lag the month's main image
+        ("24.10-trtllm-python-py3", "24.10-py3", (12, 5, 1), (12, 6, 2)),
+        ("25.10-trtllm-python-py3", "25.10-py3", (12, 9, 1), (13, 0, 2)),
+        ("25.10-vllm-python-py3", "25.10-py3", (13, 0, 2), (13, 0, 2)),
+    ],
+)
+def test_variants_resolve_to_their_own_month(
+    variant: str, main: str, variant_cuda: tuple[int, ...], main_cuda: tuple[int, ...]
+) -> None:
+    found = resolve(f"nvcr.io/nvidia/tritonserver:{variant}")
+    plain = resolve(f"nvcr.io/nvidia/tritonserver:{main}")
+    assert found is not None and plain is not None
+    assert (found.version, plain.version) == (variant_cuda, main_cuda)
+    assert found.datacenter_drivers is None  # the nvidia/cuda forward-compat table applies
+
+
+def test_a_variant_on_an_older_cuda_than_the_driver_needs_is_judged_by_its_own_cuda() -> None:
+    """24.10-py3 (12.6.2) needs driver 560 natively; its trtllm variant (12.5.1) runs natively on 555."""
+    main, variant = resolve("nvcr.io/nvidia/tritonserver:24.10-py3"), resolve(
+        "nvcr.io/nvidia/tritonserver:24.10-trtllm-python-py3"
+    )
+    assert main is not None and variant is not None
+    r_main, r_variant = requirement(main), requirement(variant)
+    assert r_main is not None and r_variant is not None
+    driver = (555, 42, 6)
+    assert classify(r_variant, driver, DC) is Mode.NATIVE
+    assert classify(r_main, driver, DC) is not Mode.NATIVE
 
 
 def test_every_ngc_row_cites_nvidia_material() -> None:

@@ -233,12 +233,60 @@ def test_explain_image_json_and_unknown(capsys: pytest.CaptureFixture[str], tmp_
     assert report == {
         "image": "nvcr.io/nvidia/tritonserver:24.10-py3",
         "cuda": {"version": "12.6.2", "source": "NGC tritonserver 24.10 release notes"},
+        "cudaStatus": "known",
+        "cudaReason": None,
         "requirement": None,
         "nodes": [{"name": "x", "driver": "535.129.03", "verdict": "minor-version"}],
     }
     assert _run_cli("nvidia/cuda:latest", "--format", "json") == 0
     unknown = json.loads(capsys.readouterr().out)
-    assert unknown == {"image": "nvidia/cuda:latest", "cuda": None, "requirement": None, "nodes": []}
+    assert unknown == {
+        "image": "nvidia/cuda:latest",
+        "cuda": None,
+        "cudaStatus": "unknown",
+        "cudaReason": "no sourced naming convention determines its CUDA version",
+        "requirement": None,
+        "nodes": [],
+    }
+
+
+@pytest.mark.parametrize(
+    ("image", "status", "reason"),
+    [
+        ("ubuntu:22.04", "none", "Docker Official Image ubuntu: an OS/language base image without CUDA"),
+        ("rocm/pytorch:latest", "none", "AMD's PyTorch image for ROCm (AMD GPUs): an image built without CUDA"),
+        ("nvcr.io/nvidia/tritonserver:24.06-py3-sdk", "unknown", "no release note states the CUDA of the Triton SDK"),
+        ("nvcr.io/nvidia/vllm:26.02-py3", "unknown", "gives the CUDA of NGC vllm 26.02"),
+        ("example.com/app:1", "unknown", "no sourced naming convention"),
+    ],
+)
+def test_explain_image_json_tells_none_from_unknown(
+    capsys: pytest.CaptureFixture[str], image: str, status: str, reason: str
+) -> None:
+    """Both print "cuda": null; cudaStatus and cudaReason tell an image without CUDA from an unknown one."""
+    assert _run_cli(image, "--format", "json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["cuda"] is None and report["cudaStatus"] == status
+    assert reason in report["cudaReason"]
+
+
+def test_explain_image_unknown_when_the_image_config_declares_no_cuda() -> None:
+    from policies.cuda.explain import explain_image
+    from policies.images import ImageConfig
+
+    report = explain_image("example.com/app:1", None, ImageConfig(env=(("PATH", "/usr/bin"),)))
+    shown = report.to_json()
+    assert (shown["cuda"], shown["cudaStatus"]) == (None, "unknown")
+    assert shown["cudaReason"] == "its image config declares no CUDA_VERSION or NVIDIA_REQUIRE_CUDA"
+
+
+def test_explain_image_text_says_why_an_image_is_unknown(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run_cli("nvcr.io/nvidia/tritonserver:24.06-py3-igpu") == 0
+    out = capsys.readouterr().out
+    assert "CUDA: unknown — the Triton iGPU image is built for Jetson devices" in out
+    assert "gpuguard does not guess" in out
+    assert _run_cli("example.com/app:1") == 0
+    assert "CUDA: unknown (no recognised tag; gpuguard does not guess" in capsys.readouterr().out
 
 
 def test_explain_image_with_an_image_config(capsys: pytest.CaptureFixture[str]) -> None:
@@ -255,6 +303,7 @@ def test_explain_image_with_an_image_config(capsys: pytest.CaptureFixture[str]) 
     report = json.loads(capsys.readouterr().out)
     assert report["cuda"] == {"version": "12.8.1",
                               "source": "image config CUDA_VERSION=12.8.1 (registry example.com, sha256:abcd)"}
+    assert (report["cudaStatus"], report["cudaReason"]) == ("known", None)
     assert report["requirement"] == requirement
     verdicts = {n["name"]: n["verdict"] for n in report["nodes"]}
     assert verdicts["t4-pool-1"] == "forward" and verdicts["h100-pool-1"] == "minor-version"

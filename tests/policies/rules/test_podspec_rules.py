@@ -375,3 +375,25 @@ def test_real_device_plugin_daemonsets_are_info_only_where_infrastructure_is_tru
             assert all(f.severity is Severity.INFO for f in ev.findings), ev.findings
         else:
             assert any(f.severity is not Severity.INFO for f in bypass), bypass
+
+
+@pytest.mark.parametrize(
+    ("host_path", "severity", "says"),
+    [
+        ("/dev/shm", Severity.INFO, "mounts the node's own /dev/shm (hostPath volume 'shm'): memory-backed"),
+        ("//dev/./shm/nccl", Severity.INFO, "memory-backed, so NCCL and DataLoader workers have room, but shared"),
+        ("/mnt/scratch", Severity.WARNING, "at /dev/shm, which is not a memory-backed emptyDir"),
+    ],
+)
+def test_a_host_path_at_dev_shm_is_judged_by_what_it_mounts(host_path: str, severity: Severity, says: str) -> None:
+    """The node's /dev/shm is a tmpfs (systemd mount-setup.c): memory-backed, shared with the node."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+        "containers": [{"name": "t", "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                        "resources": {"limits": {"nvidia.com/gpu": 4}},
+                        "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}],
+        "volumes": [{"name": "shm", "hostPath": {"path": host_path}}]}}
+    (finding,) = [f for f in evaluate(pod).findings if f.rule == "gpu-shared-memory"]
+    assert finding.severity is severity and says in finding.message
+    assert finding.fix == ()
+    if severity is Severity.INFO:
+        assert "not a memory-backed" not in finding.message

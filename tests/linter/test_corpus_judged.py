@@ -1,0 +1,204 @@
+"""Judged precision on the fresh corpus (tests/corpus/fresh): every error and warning `gpuguard lint`
+reports there, in each of five contexts (no facts, the sample, EKS, GKE, on-prem MIG), has a verdict
+in tests/fixtures/corpus-judged.json written after reading the manifest; precision per context may
+only rise (the floors below are the values measured when the judgements were written) and README
+states it per context and per rule.
+
+When a change adds or removes findings, run ``python -m tests.support.judge_corpus --update``, fill
+each ``"verdict": null`` by hand (``earned`` or ``false``, a one-line ``because``, and for a false one
+the ``class`` of misreading), then update README with ``--markdown``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import judge_corpus as jc
+from tests.support.paths import CORPUS, ROOT
+
+# Precision (earned / judged) measured per context when the judgements were written: a floor, so it
+# can only rise.  The issue's goal is 0.95 everywhere; README says by rule and class where it falls
+# short.
+FLOORS = {"none": 0.43, "sample": 0.83, "eks": 0.75, "gke": 0.69, "onprem-mig": 0.73}
+
+
+def _key_text(key: jc.Key) -> str:
+    context, file, document, rule, path = key
+    return f"{context} {file} document {document} {rule} {path}"
+
+
+# ---------------------------------------------------------------------------------------- the corpus
+
+
+@pytest.fixture(scope="module")
+def now() -> list[jc.Finding]:
+    return jc.current()
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict[str, Any]]:
+    return jc.load()
+
+
+@pytest.mark.slow
+def test_every_finding_has_a_judgement(now: list[jc.Finding], records: list[dict[str, Any]]) -> None:
+    _, added, _ = jc.merge(records, now)
+    assert not added, (
+        f"{len(added)} findings have no judgement; run python -m tests.support.judge_corpus --update and "
+        "judge them:\n" + "\n".join(_key_text(k) for k in added)
+    )
+
+
+@pytest.mark.slow
+def test_no_judged_finding_has_vanished(now: list[jc.Finding], records: list[dict[str, Any]]) -> None:
+    _, _, dropped = jc.merge(records, now)
+    assert not dropped, (
+        f"{len(dropped)} judged findings are gone; run python -m tests.support.judge_corpus --update "
+        "(and say in the change which false findings went, and why):\n" + "\n".join(_key_text(k) for k in dropped)
+    )
+
+
+def test_every_judgement_has_a_verdict_and_a_reason(records: list[dict[str, Any]]) -> None:
+    missing = [r for r in records if r["verdict"] not in jc.VERDICTS or not r.get("because", "").strip()]
+    assert not missing, "judgements without a verdict or a because:\n" + "\n".join(
+        _key_text(jc.record_key(r)) for r in missing
+    )
+    unclassified = [r for r in records if r["verdict"] == "false" and not r.get("class")]
+    assert not unclassified, "false findings without a class of misreading:\n" + "\n".join(
+        _key_text(jc.record_key(r)) for r in unclassified
+    )
+
+
+def test_judgements_are_keyed_once_and_only_for_judged_severities(records: list[dict[str, Any]]) -> None:
+    keys = Counter(jc.record_key(r) for r in records)
+    assert [k for k, n in keys.items() if n > 1] == []
+    assert {r["severity"] for r in records} <= set(jc.JUDGED_SEVERITIES)
+    assert {r["context"] for r in records} <= set(jc.CONTEXTS)
+
+
+def test_every_context_has_judged_findings(records: list[dict[str, Any]]) -> None:
+    per_context, _ = jc.tallies(records)
+    assert set(per_context) == set(jc.CONTEXTS) == set(FLOORS)
+    assert all(t.earned + t.false > 0 for t in per_context.values())
+
+
+@pytest.mark.parametrize("context", list(FLOORS))
+def test_precision_per_context_never_falls(context: str, records: list[dict[str, Any]]) -> None:
+    per_context, _ = jc.tallies(records)
+    precision = per_context[context].precision
+    assert precision is not None and precision >= FLOORS[context], (
+        f"{context}: precision {precision:.3f} fell below its floor {FLOORS[context]}"
+    )
+
+
+def test_readme_states_the_judged_precision(records: list[dict[str, Any]]) -> None:
+    readme = jc.README.read_text(encoding="utf-8")
+    assert jc.markdown(records) in readme, "README's judged-precision tables are stale: python -m tests.support.judge_corpus --markdown"
+
+
+def test_the_fresh_corpus_is_sourced_and_new() -> None:
+    """Every fresh file has a SOURCES.tsv row (repo, pinned commit, path, licence) and vice versa, a
+    licence text under tests/corpus/LICENSES, and none repeats a file of the older corpus."""
+    with (jc.FRESH / "SOURCES.tsv").open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    files = {p.relative_to(jc.FRESH).as_posix() for p in jc.FRESH.rglob("*.y*ml")}
+    assert {r["file"] for r in rows} == files
+    assert len(files) >= 100
+    assert all(len(r["commit"]) == 40 and r["repo"].count("/") == 1 for r in rows)
+    licences = {p.name for p in (CORPUS / "LICENSES").iterdir()}
+    assert {r["license"] for r in rows} == {"Apache-2.0", "MIT-0"}
+    assert "Apache-2.0.txt" in licences and "MIT-0__aws-samples__awsome-distributed-training.txt" in licences
+    older = {p.read_bytes() for d in ("real", "gangs", "helm-templates") for p in (CORPUS / d).glob("*.y*ml")}
+    assert not [f for f in files if (jc.FRESH / f).read_bytes() in older]
+
+
+# ------------------------------------------------------------------------------------------- helpers
+
+
+def test_documents_are_counted_from_their_start_lines() -> None:
+    text = "# a comment\napiVersion: v1\nkind: A\n---\nkind: B\n---\n---\n# Source: c/templates/x.yaml\nkind: C\n"
+    starts = jc.document_starts(text)
+    assert starts == [2, 4, 6, 7]
+    assert [jc.document_index(starts, line) for line in (2, 3, 5, 9)] == [0, 0, 1, 3]
+    assert jc.document_index(starts, None) == 0
+    # A YAML error ends the count where it is; the documents before it keep their starts.
+    assert jc.document_starts("kind: A\n---\nkind: [\n") == [1, 2]
+
+
+def _finding(path: str, rule: str = "gpu-shared-memory", line: int = 3, severity: str = "warning") -> dict[str, Any]:
+    return {"rule": rule, "severity": severity, "path": path, "line": line, "file": "", "kind": "Pod",
+            "name": "p", "message": f"{rule} at {path}"}
+
+
+def test_findings_keep_errors_and_warnings_and_number_repeats(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("kind: Pod\n---\nkind: Pod\nspec: {}\n")
+    rows = [_finding("/spec", line=1), _finding("/spec", line=1), _finding("/spec", line=3),
+            _finding("/spec", rule="gpu-memory-limit-missing", severity="info")]
+    for row in rows:
+        row["file"] = str(tmp_path / "a.yaml")
+    found = jc.findings("none", {"findings": rows}, corpus=tmp_path)
+    assert [f.key for f in found] == [
+        ("none", "a.yaml", 0, "gpu-shared-memory", "/spec"),
+        ("none", "a.yaml", 0, "gpu-shared-memory", "/spec#2"),
+        ("none", "a.yaml", 1, "gpu-shared-memory", "/spec"),
+    ]
+
+
+def _now(*keys: tuple[str, str]) -> list[jc.Finding]:
+    return [jc.Finding("none", file, 0, "gpu-shared-memory", path, "warning", "Pod", "p", "new message")
+            for file, path in keys]
+
+
+def test_merge_keeps_judgements_adds_nulls_and_drops_vanished() -> None:
+    old = [
+        {"context": "none", "file": "a.yaml", "document": 0, "rule": "gpu-shared-memory", "path": "/x",
+         "severity": "error", "message": "old", "verdict": "false", "because": "it mounts one", "class": "merge"},
+        {"context": "none", "file": "gone.yaml", "document": 0, "rule": "gpu-shared-memory", "path": "/x",
+         "severity": "warning", "message": "old", "verdict": "earned", "because": "real"},
+    ]
+    merged, added, dropped = jc.merge(old, _now(("a.yaml", "/x"), ("b.yaml", "/y")))
+    assert added == [("none", "b.yaml", 0, "gpu-shared-memory", "/y")]
+    assert dropped == [("none", "gone.yaml", 0, "gpu-shared-memory", "/x")]
+    kept, new = merged
+    assert (kept["verdict"], kept["because"], kept["class"]) == ("false", "it mounts one", "merge")
+    assert (kept["severity"], kept["message"]) == ("warning", "new message")  # refreshed, not keyed
+    assert (new["verdict"], new["because"]) == (None, "") and "class" not in new
+
+
+def test_precision_counts_earned_over_judged() -> None:
+    rows = [{"context": "eks", "rule": "r", "verdict": v} for v in ("earned", "earned", "earned", "false", None)]
+    per_context, per_rule = jc.tallies(rows)
+    assert per_context["eks"] == jc.Tally(earned=3, false=1, unjudged=1)
+    assert per_context["eks"].precision == 0.75
+    assert per_context["none"].precision is None
+    assert per_rule[("eks", "r")].precision == 0.75
+    table = jc.markdown([{**r, "verdict": r["verdict"] or "earned"} for r in rows])
+    assert "| `r` |  |  | 0.80 (4/5) |  |  |" in table
+
+
+def test_write_replaces_the_file_whole(tmp_path: Path) -> None:
+    target = tmp_path / "judged.json"
+    target.write_text("{}")
+    jc.write([{"context": "none", "verdict": "earned"}], target)
+    assert json.loads(target.read_text())["judgements"] == [{"context": "none", "verdict": "earned"}]
+    assert [p.name for p in tmp_path.iterdir()] == ["judged.json"]
+
+
+@pytest.mark.slow
+def test_the_script_reports_precision_per_context_and_rule() -> None:
+    """``python -m tests.support.judge_corpus`` in a child process: the tables, exit 0 when current."""
+    done = subprocess.run([sys.executable, "-m", "tests.support.judge_corpus"], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "precision of errors and warnings" in done.stdout
+    for context in jc.CONTEXTS:
+        assert f"\n  {context} " in done.stdout
+    assert "false findings by class of misreading:" in done.stdout

@@ -1,0 +1,183 @@
+"""Warm, shared facts judge every object as fresh facts do: no memo hands one object another's answer.
+
+The engine memoises per facts snapshot (scheduling analyses, rule results per pod template, image
+pairs, derived facts), and live facts pass memo entries on to the snapshot that follows.  A key
+that leaves out something a rule reads gives a stale answer only when two objects meet on one warm
+snapshot — which the rule fixtures alone never do (each builds fresh facts).  So here every rule
+fixture (bad, good and fixed documents, with the rule's config, cluster and image facts) and every
+document of the public corpus is judged:
+
+* fresh: on facts built for that document alone;
+* warm: all documents of a group on one shared snapshot, in three random orders;
+* following: on snapshots that follow the warm one (``ClusterFacts(basis=…)``, as live facts
+  build them) with every aspect unchanged, then with each aspect's token renewed in turn;
+* siblings: each document next to copies that differ only in name, namespace, a label, or a
+  ``gpuguard.io/`` annotation, judged right after the original on the warm snapshot.
+
+Findings (every field), skipped rules, placeholders, ignore-annotation uses and the combined
+patch must be identical.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import yaml
+
+from gpuguard.sources.configmodel import load_config
+from policies import ClusterFacts, evaluate
+from policies.config import Config
+from policies.engine import Evaluation
+from policies.images import ImageFacts
+from policies.reads import ASPECTS
+from tests.policies.rules.test_rule_fixtures import _images
+from tests.support.paths import CORPUS, EXAMPLES, FIXTURES
+
+RULE_FIXTURES = FIXTURES / "rules"
+SEEDS = (1, 2, 3)
+
+
+def canonical(ev: Evaluation) -> str:
+    def canon(value: Any) -> str:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=repr).decode()
+
+    lines = [canon(f.to_dict() | {"severity_value": int(f.severity)}) for f in ev.findings]
+    lines.append(canon(list(ev.skipped_rules)))
+    lines.append(canon([[p.path, p.text, p.what] for p in ev.placeholders]))
+    lines.append(canon([[u.pointer, u.rules, u.unknown, u.honoured] for u in ev.ignore_uses]))
+    lines.append(f"exempt={ev.exempt} gpu_related={ev.gpu_related}")
+    lines.append(canon([op.to_dict() for op in ev.patch()]))
+    return "\n".join(lines)
+
+
+@dataclass
+class Group:
+    name: str
+    config: Config
+    cluster: list[dict[str, Any]]
+    images: ImageFacts | None
+    documents: list[Any]
+
+    def fresh(self) -> ClusterFacts:
+        return ClusterFacts.from_objects(copy.deepcopy(self.cluster))
+
+    def judge(self, doc: Any, facts: ClusterFacts) -> str:
+        return canonical(evaluate(copy.deepcopy(doc), self.config, facts, self.images))
+
+
+def _documents(path: Path) -> list[Any]:
+    return [d for d in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader) if isinstance(d, Mapping)]
+
+
+def _cluster(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+def groups() -> Iterator[Group]:
+    example = _cluster(EXAMPLES / "cluster.yaml")
+    for rule_dir in sorted(p for p in RULE_FIXTURES.iterdir() if p.is_dir()):
+        config_file, cluster_file = rule_dir / "config.yaml", rule_dir / "cluster.yaml"
+        config = load_config(yaml.safe_load(config_file.read_text())) if config_file.exists() else Config()
+        cluster = _cluster(cluster_file) if cluster_file.exists() else example
+        docs = [d for n in ("bad.yaml", "good.yaml", "fixed.yaml") if (rule_dir / n).exists()
+                for d in _documents(rule_dir / n)]
+        yield Group(f"rules/{rule_dir.name}", config, cluster, _images(rule_dir), docs)
+    corpus = [d for p in sorted((CORPUS / "real").rglob("*.y*ml")) for d in _documents(p)]
+    for name, cluster in (("example", example), ("none", [])):
+        yield Group(f"corpus@{name}", Config(), cluster, None, corpus)
+
+
+GROUPS = {g.name: g for g in groups()}
+
+
+def following(previous: ClusterFacts, renewed: tuple[str, ...] = ()) -> ClusterFacts:
+    """The snapshot live facts would publish after ``previous`` with the same content, the tokens of
+    ``renewed`` aspects new (as after an event that changed nothing in the end)."""
+    tokens = {a: (object() if a in renewed else previous.token(a)) for a in ASPECTS}
+    return ClusterFacts(nodes=previous.nodes, runtime_classes=previous.runtime_classes, source=previous.source,
+                        pools=previous.pools, extended_resource_toleration=previous.extended_resource_toleration,
+                        dra=previous.dra, quotas=previous.quotas, queues=previous.queues, kserve=previous.kserve,
+                        tokens=tokens,
+                        basis=previous)
+
+
+# metadata key, entry, value: one change per sibling
+SIBLING_CHANGES: tuple[tuple[str, str, str | None, str], ...] = (
+    ("name", "name", None, "-sibling"),
+    ("namespace", "namespace", None, "sibling-namespace"),
+    ("label", "labels", "sibling", "yes"),
+    ("ignore", "annotations", "gpuguard.io/ignore", "gpu-shared-memory"),
+    ("other-annotation", "annotations", "gpuguard.io/note", "x"),
+    ("cuda-annotation", "annotations", "gpuguard.io/cuda-version", "12.9"),
+)
+
+
+def siblings(doc: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """Copies that differ in one thing a rule may read and a memo key must therefore hold."""
+    if not isinstance(doc.get("metadata"), Mapping):
+        return
+    for what, key, entry, value in SIBLING_CHANGES:
+        copied = copy.deepcopy(doc)
+        meta = copied["metadata"]
+        if entry is None:
+            meta[key] = f"{meta.get(key, 'x')}{value}" if value.startswith("-") else value
+        elif isinstance(meta.setdefault(key, {}), dict):
+            meta[key][entry] = value
+        else:
+            continue
+        yield what, copied
+
+
+@pytest.mark.parametrize("name", list(GROUPS))
+def test_warm_shared_facts_judge_as_fresh_ones(name: str) -> None:
+    group = GROUPS[name]
+    docs = group.documents
+    assert docs, f"{name}: no documents"
+    fresh = [group.judge(doc, group.fresh()) for doc in docs]
+    warm = group.fresh()
+    for seed in SEEDS:
+        order = list(range(len(docs)))
+        random.Random(seed).shuffle(order)
+        for i in order:
+            assert group.judge(docs[i], warm) == fresh[i], f"{name}: document {i}, warm (order seed {seed})"
+    snapshot = warm
+    for renewed in ((), *((a,) for a in ASPECTS)):
+        snapshot = following(snapshot, renewed)
+        for i in reversed(range(len(docs))):
+            assert group.judge(docs[i], snapshot) == fresh[i], f"{name}: document {i}, after renewing {renewed}"
+
+
+def sibling_mismatches(group: Group) -> list[str]:
+    warm = group.fresh()
+    out = []
+    for i, doc in enumerate(group.documents):
+        original = group.judge(doc, warm)
+        for what, sibling in siblings(doc):
+            if group.judge(sibling, warm) != group.judge(sibling, group.fresh()):
+                out.append(f"document {i}, sibling differing in {what}")
+            if group.judge(doc, warm) != original:
+                out.append(f"document {i} after its {what} sibling")
+    return out
+
+
+@pytest.mark.parametrize("name", [n for n in GROUPS if n.startswith("rules/")])
+def test_siblings_on_warm_facts_get_their_own_answers(name: str) -> None:
+    assert sibling_mismatches(GROUPS[name]) == []
+
+
+def test_the_harness_catches_a_key_that_leaves_out_an_annotation_a_rule_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The experiment that slipped past the rule fixtures: a rule-results key blind to annotations
+    gives a pod with gpuguard.io/cuda-version the answer of its twin without it, on warm facts."""
+    from policies import memo
+
+    monkeypatch.setattr(memo, "annotations_read", lambda annotations: None)
+    assert sibling_mismatches(GROUPS["rules/gpu-cuda-driver-mismatch"]) != []
