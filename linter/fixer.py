@@ -1,20 +1,24 @@
-"""Apply the engine's JSON Patch to a file with ruamel.yaml round-trip, keeping comments and layout.
+"""Apply the engine's JSON Patch to a file, keeping comments and layout.
 
-Only the documents that have fixes are re-serialised; every other byte of the file is kept.
-Each document's result is checked against ``jsonpatch.apply_patch`` on the same plain data
-before anything is written.
+Each op becomes a small text edit where it can (``linter.textedit``); a document whose ops cannot
+all be applied that way is re-serialised with ruamel.yaml round-trip in its own indentation.  Only
+the documents that have fixes change; every other byte of the file is kept.  Each document's
+result is checked against ``jsonpatch.apply_patch`` on the same plain data before anything is
+written.
 """
 
 from __future__ import annotations
 
 import io
 import json
-from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+import yaml
+
 from gpuguard.sources.yamlstream import MAX_OBJECT_CHARS
 from linter.lint import FileResult
+from linter.textedit import Unsupported, document_indent, patch_text
 from policies import pointer
 from policies.shapes import index_of, small_int
 from policies.types import PatchOp
@@ -113,36 +117,14 @@ def apply_op(root: Any, op: PatchOp) -> None:
         raise FixError(f"{op.op} {op.path}: parent is not a mapping or a list")
 
 
-def guess_indent(text: str) -> tuple[int, int]:
-    """(mapping indent, sequence dash offset) most used in ``text`` (defaults 2 and 0)."""
-    mapping: Counter[int] = Counter()
-    offset: Counter[int] = Counter()
-    parent_col: int | None = None
-    for raw in text.splitlines():
-        stripped = raw.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        indent = len(raw) - len(raw.lstrip(" "))
-        if parent_col is not None and indent > parent_col:
-            (offset if stripped.startswith("- ") or stripped == "-" else mapping)[indent - parent_col] += 1
-        body, col = stripped, indent
-        while body.startswith("- "):  # `- - key:` nests sequences; the key starts after the dashes
-            rest = body[2:]
-            body = rest.lstrip(" ")
-            col += 2 + len(rest) - len(body)
-        code = body.split(" #", 1)[0].rstrip()
-        parent_col = col if code.endswith(":") and not code.startswith(("'", '"', "{", "[")) else None
-    return (mapping.most_common(1)[0][0] if mapping else 2), (offset.most_common(1)[0][0] if offset else 0)
-
-
 def _round_trip(segment_text: str, inline_start: bool) -> Any:
     from ruamel.yaml import YAML
 
-    mapping, offset = guess_indent(segment_text)
+    indent = document_indent(segment_text)
     yaml = YAML()
     yaml.preserve_quotes = True
-    yaml.width = 4096
-    yaml.indent(mapping=mapping, sequence=max(mapping, offset + 2), offset=offset)
+    yaml.width = 1 << 20  # never fold a long scalar
+    yaml.indent(mapping=indent.mapping, sequence=indent.offset + indent.gap, offset=indent.offset)
     yaml.explicit_start = inline_start
     return yaml
 
@@ -171,20 +153,82 @@ def _fix_json(segment_text: str, ops: list[PatchOp]) -> str | None:
     return text + ("\n" if segment_text.endswith("\n") else "")
 
 
-def fix_document(segment_text: str, ops: Iterable[PatchOp], inline_start: bool = False) -> str:
-    """The segment's text with ``ops`` applied; raises FixError when the result is not exact."""
+def _load_12(text: str) -> Any:
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True).load(text)
+
+
+def _load_11(text: str) -> Any:
+    loader = yaml.CSafeLoader if getattr(yaml, "__with_libyaml__", False) else yaml.SafeLoader
+    return yaml.load(text, Loader=loader)
+
+
+def _reads_as_patched(before: str, after: str, ops: list[dict[str, Any]], before_12: Any = None) -> bool:
+    """``after`` is ``before`` with the ops applied, read as YAML 1.1 (libyaml, kubectl) and, given
+    ``before_12`` (``before`` read as YAML 1.2), as 1.2 too."""
     import jsonpatch
 
+    try:
+        if _load_11(after) != jsonpatch.apply_patch(_load_11(before), ops):
+            return False
+        return before_12 is None or bool(_load_12(after) == jsonpatch.apply_patch(before_12, ops))
+    except Exception:
+        return False
+
+
+def fix_document(segment_text: str, ops: Iterable[PatchOp], inline_start: bool = False) -> str:
+    """The segment's text with ``ops`` applied; raises FixError when the result is not exact.
+
+    The ops become text edits where they can (``linter.textedit``: only the lines they add and the
+    one they must change differ; untouched text reads the same in YAML 1.1 and 1.2 as before, and
+    every scalar they write reads back the same in both, so the result is checked with libyaml).
+    Otherwise the document is re-serialised by ruamel's round-trip writer in the document's own
+    indentation, and checked in both YAML versions.
+    """
     ops = list(ops)
     if segment_text.lstrip().startswith("{") and not inline_start:
         # JSON manifests stay JSON (ruamel would write YAML flow style into a .json file).
-        fixed = _fix_json(segment_text, ops)
+        fixed = _fix_json(segment_text.replace("\r\n", "\n"), ops)
         if fixed is not None:
-            return fixed
+            return _line_breaks_like(segment_text, fixed)
+    plain_ops = [op.to_dict() for op in ops]
+    try:
+        edited: str | None = patch_text(segment_text, ops)
+    except Unsupported:
+        edited = None
+    if edited is not None and _reads_as_patched(segment_text, edited, plain_ops):
+        return edited
+    lf = segment_text.replace("\r\n", "\n")
+    try:
+        before_12 = _load_12(lf)
+    except Exception as exc:  # ruamel.yaml (YAML 1.2) refuses what libyaml (YAML 1.1) accepted
+        raise FixError(f"the round-trip YAML parser cannot read this document: {_first_line(exc)}") from None
+    rewritten = _rewrite(lf, ops, inline_start)
+    if not _reads_as_patched(lf, rewritten, plain_ops, before_12):
+        # ruamel writes YAML 1.2: a new `on` or `yes` would read as a boolean to kubectl (YAML 1.1)
+        raise FixError("the rewritten document reads differently in YAML 1.1; not writing it")
+    return _line_breaks_like(segment_text, rewritten)
+
+
+def _line_breaks_like(original: str, fixed: str) -> str:
+    """``fixed`` (LF line breaks) with ``original``'s final line break (or none) and, when most of
+    ``original``'s lines end in CRLF, CRLF."""
+    if not original.endswith(("\n", "\r")):
+        fixed = fixed.rstrip("\n")
+    if original.count("\r\n") > original.count("\n") / 2:
+        fixed = fixed.replace("\n", "\r\n")
+    return fixed
+
+
+def _rewrite(segment_text: str, ops: list[PatchOp], inline_start: bool) -> str:
+    """The document re-serialised by ruamel's round-trip writer with ``ops`` applied."""
+    import jsonpatch
+
     yaml = _round_trip(segment_text, inline_start)
     try:
         tree = yaml.load(segment_text)
-    except Exception as exc:  # ruamel.yaml (YAML 1.2) refuses what libyaml (YAML 1.1) accepted
+    except Exception as exc:
         raise FixError(f"the round-trip YAML parser cannot read this document: {_first_line(exc)}") from None
     before = to_plain(tree)
     for op in ops:
@@ -214,7 +258,6 @@ def fixed_text(result: FileResult, text: str) -> str | None:
     patches = result.patches()
     if not patches:
         return None
-    newline = "\r\n" if text.count("\r\n") > text.count("\n") / 2 else "\n"
     pieces: list[str] = []
     end = len(text)
     # Splice from the end so earlier offsets stay valid.
@@ -226,11 +269,7 @@ def fixed_text(result: FileResult, text: str) -> str | None:
                 f"the document at line {seg.start + 1} is {len(original) / 1048576:.1f} MiB; --fix rewrites "
                 f"documents of at most {MAX_OBJECT_CHARS // 1048576} MiB"
             )
-        fixed = fix_document(original.replace("\r\n", "\n"), patches[index], seg.inline)
-        if not original.endswith(("\n", "\r")):
-            fixed = fixed.rstrip("\n")
-        if newline != "\n":
-            fixed = fixed.replace("\n", newline)
+        fixed = fix_document(original, patches[index], seg.inline)
         pieces += [text[seg.stop : end], fixed]
         end = seg.begin
     pieces.append(text[:end])

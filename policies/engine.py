@@ -626,6 +626,7 @@ def _check_workload(
                     kind=kind,
                     name=name,
                     namespace=namespace,
+                    scale_up=v.scale_up,
                 )
             )
     return skipped

@@ -80,6 +80,13 @@ class Gang:
     why: str  # what makes it a gang, for messages: "all replicas of a PyTorchJob"
     copies: int = 1  # identical gangs the object creates (LeaderWorkerSet replicas)
     need_path: str = ""  # the field that sets ``need`` when it is not the sum (minAvailable)
+    # Whether the pods must also be *placed* at once.  Kueue admits a queued workload's pod sets as
+    # one (quota for all, or none), but once admitted its pods are scheduled one by one unless the
+    # cluster opts in to all-or-nothing with ready pods (``waitForPodsReady``, an opt-in:
+    # kubernetes-sigs/kueue#433, "an opt-in mechanism to avoid concurrent pod scheduling"): a queued
+    # Job of parallelism 3 on one free GPU runs its pods in turn.  Such a gang is judged against
+    # quotas and queues, not against node capacity.
+    placed_together: bool = True
 
     @property
     def size(self) -> int:
@@ -373,6 +380,7 @@ def gang_of(obj: dict[str, Any], templates: Sequence[PodTemplate]) -> Gang | Non
     copies = 1
     need = sum(p.need for p in sets)
     need_path = ""
+    together = True
     if group == "kubeflow.org" and kind in KUBEFLOW_REPLICA_SPECS:
         why = f"all replicas of {'an' if kind.startswith('MPI') else 'a'} {kind}"
         # kubeflow/trainer ee116291 pkg/controller.v1/common/job.go: the PodGroup's minMember is the
@@ -399,12 +407,14 @@ def gang_of(obj: dict[str, Any], templates: Sequence[PodTemplate]) -> Gang | Non
             return None
         why = "a gang-scheduled Ray cluster (head and workers)" if _ray_gang(obj) else (
             "Kueue admits the Ray cluster as one workload")
+        together = _ray_gang(obj)
     elif group == "trainer.kubeflow.org":
         why = f"the training nodes of a {kind} run together"
     elif queued and not (group == "apps" and kind == "Deployment") and kind != "Pod":
         why = f"Kueue admits the {kind}'s pods as one workload"
+        together = False
     else:
         return None
     if need <= 1:
         return None  # one pod is judged by the pod rules
-    return Gang(kind, sets, need, why, copies, need_path)
+    return Gang(kind, sets, need, why, copies, need_path, placed_together=together)

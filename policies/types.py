@@ -71,6 +71,9 @@ class Violation:
     # variable from "0" to "all"): an UPDATE is denied when a finding's scope grows
     # (policies.identity).  0: the finding has no degrees.
     scope: int = 0
+    # For the whole-job rules: what a scale-up of the cluster (more nodes, a larger pool) could
+    # change, said in the webhook's warnings, which keep only a message's first clause ("" : none).
+    scale_up: str = ""
 
 
 # C0 and C1 controls (escape sequences, carriage returns, newlines), and the Unicode line
@@ -97,11 +100,12 @@ class Finding:
     namespace: str
     fix: tuple[PatchOp, ...] = field(default=())
     scope: int = 0  # Violation.scope
+    scale_up: str = ""  # Violation.scale_up
 
     def __post_init__(self) -> None:
         # Messages and names carry strings from objects; a terminal, a log or kubectl must show
         # them as text, never run an escape sequence or reorder a line with them.
-        for name in ("message", "name", "namespace", "kind"):
+        for name in ("message", "name", "namespace", "kind", "scale_up"):
             value = getattr(self, name)
             if not value.isprintable():
                 object.__setattr__(self, name, printable(value))

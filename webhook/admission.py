@@ -28,6 +28,15 @@ Decisions (an admission webhook that breaks updates or deletions is worse than n
   admitted with warnings saying so, and counted as would-deny.
 * Every ``gpuguard.io/ignore`` annotation on a checked object is returned as a warning (and
   counted and logged by the app), as is a name in it that is no rule id.
+* The whole-job rules (policies.registry ``WORKLOAD_RULES``: gpu-gang-unschedulable,
+  gpu-quota-exceeded, gpu-queue-unadmittable) judge the object a person creates — a PyTorchJob, a
+  JobSet, a LeaderWorkerSet, a Job with the ``kueue.x-k8s.io/queue-name`` label — at its CREATE
+  only.  Their findings never deny an UPDATE (a job already admitted, scaled or patched by its
+  operator, is not stopped half-way) nor anything a controller creates (an object whose
+  ``ownerReferences`` name a controller: its owner was judged when it was created, and denying the
+  controller's pods or Jobs would only make it retry).  Their warnings keep the reason and say what
+  a scale-up could change (``Finding.scale_up``): the pool limit to raise, or that more nodes do not
+  help against a quota.
 * ``/mutate`` never denies.  It patches on CREATE only — pod specs and Job templates are immutable
   afterwards, so a patch on UPDATE would fail the user's own update — and by default only Pods:
   patching controller templates makes GitOps tools (Argo CD, Flux) see permanent drift, so that
@@ -57,6 +66,7 @@ from policies.engine import Evaluation, IgnoreUse
 from policies.facts import ClusterFacts
 from policies.identity import new_findings
 from policies.podspec import misshapen_templates
+from policies.registry import WORKLOAD_RULES
 from policies.types import Finding, Severity, printable
 from policies.wording import plural
 
@@ -311,9 +321,28 @@ def shorten(message: str, room: int) -> str:
 
 def short_warning(finding: Finding, prefix: str = "") -> str:
     """``<prefix><rule>: <message>``, the message shortened (see :func:`shorten`) to keep the whole
-    warning within WARNING_LIMIT characters."""
+    warning within WARNING_LIMIT characters.  A finding that says what a scale-up could change
+    (``scale_up``) keeps that too: the message's first clause (the reason), then the scale-up."""
     head = f"{prefix}{finding.rule}: "
-    return head + shorten(finding.message, WARNING_LIMIT - len(head))
+    room = WARNING_LIMIT - len(head)
+    if not finding.scale_up:
+        return head + shorten(finding.message, room)
+    said = finding.message.endswith(f"; {finding.scale_up}")  # the gang rule's messages end with it
+    whole = finding.message if said else f"{finding.message}; {finding.scale_up}"
+    if len(whole) <= room:
+        return head + whole
+    reason = first_clause(finding.message)
+    note = shorten(finding.scale_up, max(room // 2, room - len(reason) - 2))
+    return f"{head}{shorten(reason, room - len(note) - 2)}; {note}"
+
+
+def whole_jobs_judged(req: AdmissionRequest) -> bool:
+    """Whether the whole-job rules count for this request: a CREATE of an object no controller owns."""
+    if req.operation != "CREATE" or req.obj is None:
+        return False
+    meta = req.obj.get("metadata")
+    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+    return not (isinstance(refs, list) and any(isinstance(r, dict) and r.get("controller") is True for r in refs))
 
 
 def _more(count: int) -> str:
@@ -345,7 +374,8 @@ def denial_message(kind: str, namespace: str, name: str, findings: Sequence[Find
     count = plural(len(findings), "GPU policy violation")
     lines = [f"gpuguard: {target}: {count}"]
     for f in findings[:DENIAL_MAX_FINDINGS]:
-        lines.append(f"[{f.rule}] {pointer.to_dotted(f.path)}: {f.message} (fix: {f.remediation})")
+        scale_up = f"; {f.scale_up}" if f.scale_up and not f.message.endswith(f"; {f.scale_up}") else ""
+        lines.append(f"[{f.rule}] {pointer.to_dotted(f.path)}: {f.message}{scale_up} (fix: {f.remediation})")
     if len(findings) > DENIAL_MAX_FINDINGS:
         lines.append(f"... and {len(findings) - DENIAL_MAX_FINDINGS} more (run `gpuguard lint` on the manifest)")
     return "\n".join(lines)
@@ -429,32 +459,33 @@ def validate(req: AdmissionRequest, config: Config, facts: ClusterFacts, evaluat
     notes = ignore_warnings(ev.ignore_uses)
     if not ev.gpu_related:  # nothing judged: say so when a template could not even be read
         notes += misshapen_warnings(req.obj, config)
-    if not ev.findings:
+    findings = ev.findings if whole_jobs_judged(req) else [f for f in ev.findings if f.rule not in WORKLOAD_RULES]
+    if not findings:
         return Verdict(allowed=True, warnings=notes, ignore_uses=ev.ignore_uses)
-    blocking = ev.blocking()
+    blocking = [f for f in findings if f.severity is Severity.ERROR]
     preexisting: list[Finding] = []
     if blocking and req.operation == "UPDATE" and req.old_obj is not None:
         old = evaluate(req.old_obj, config, facts).blocking()
         introduced = new_findings(req.obj, blocking, req.old_obj, old)
         preexisting = [f for f in blocking if f not in introduced]
         blocking = introduced
-    warnings = [short_warning(f) for f in ev.findings if f.severity is Severity.WARNING]
+    warnings = [short_warning(f) for f in findings if f.severity is Severity.WARNING]
     warnings += [short_warning(f, "pre-existing ") for f in preexisting]
     if blocking and config.enforcement_in(req.namespace) == "warn":
         warnings = [short_warning(f, "would deny: ") for f in blocking] + warnings
         return Verdict(
             allowed=True,
             warnings=list(dict.fromkeys([*warnings, *notes])),
-            findings=ev.findings,
+            findings=findings,
             would_deny=blocking,
             ignore_uses=ev.ignore_uses,
         )
     warnings = list(dict.fromkeys([*warnings, *notes]))
     if not blocking:
-        return Verdict(allowed=True, warnings=warnings, findings=ev.findings, ignore_uses=ev.ignore_uses)
+        return Verdict(allowed=True, warnings=warnings, findings=findings, ignore_uses=ev.ignore_uses)
     kind, name = _target(req)
     message = denial_message(kind, req.namespace, name, blocking)
-    return Verdict(allowed=False, message=message, warnings=warnings, findings=ev.findings, ignore_uses=ev.ignore_uses)
+    return Verdict(allowed=False, message=message, warnings=warnings, findings=findings, ignore_uses=ev.ignore_uses)
 
 
 def mutate(req: AdmissionRequest, config: Config, facts: ClusterFacts, evaluate: Evaluator) -> Verdict:

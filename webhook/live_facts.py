@@ -1,4 +1,5 @@
-"""Cluster facts kept current by listing and watching Nodes, RuntimeClasses and Karpenter NodePools.
+"""Cluster facts kept current by listing and watching Nodes, RuntimeClasses, Karpenter NodePools, DRA
+objects, ResourceQuotas and Kueue's queues.
 
 One background thread per resource runs the reflector loop that client-go's informers use:
 list (paginated) → watch from the list's resourceVersion with bookmarks → on ``410 Gone``
@@ -15,9 +16,6 @@ NodePools (``karpenter.sh/v1``) are optional: while the API server answers 404 (
 CRD), the NodePool reflector counts as synced with none and lists again every
 ``crd_recheck_seconds``, so a Karpenter installed later is picked up without a restart.
 
-KServe's ServingRuntimes, ClusterServingRuntimes and LLMInferenceServiceConfigs (``serving.kserve.io``)
-are optional the same way; they become ``ClusterFacts.kserve`` (policies.kserve).
-
 Dynamic Resource Allocation (``resource.k8s.io``: DeviceClasses, ResourceSlices, ResourceClaims and
 ResourceClaimTemplates) is optional the same way: each is listed at the newest version the server
 serves (v1 since Kubernetes 1.34, else v1beta2, else v1beta1); 404 at every version means DRA is not
@@ -25,6 +23,25 @@ served.  They become ``ClusterFacts.dra`` (``policies.dra.facts``): parsed views
 templates keyed ``namespace/name``.  Which devices match which selectors is remembered from one
 snapshot to the next while the ResourceSlices and DeviceClasses stay the same (claims change with
 every allocation).
+
+ResourceQuotas (all namespaces) and Kueue's LocalQueues, ClusterQueues, ResourceFlavors and Cohorts
+(``kueue.x-k8s.io`` v1beta2, else v1beta1; Cohorts also v1alpha1) are watched for the whole-job rules
+(gpu-quota-exceeded, gpu-queue-unadmittable): they become ``ClusterFacts.quotas`` and
+``ClusterFacts.queues``, each with a token of its own (``QUOTAS``, ``QUEUES``), so a quota edit keeps
+the memo entries of every pod template.  Their ``status`` (a quota's ``used``, a ClusterQueue's
+reservations) changes with every pod and admission and no rule judges by it (the rules say "never",
+not "not now"), so it is dropped before comparing: only spec changes publish.  Kueue is optional like
+Karpenter: while its CRDs are not served the queues are unknown (``None``: the queue rule stays
+silent) and they are listed again every ``crd_recheck_seconds``, so a Kueue installed later is picked
+up without a restart; they count as known once LocalQueues, ClusterQueues and ResourceFlavors are all
+served (Cohorts too, where their CRD is served).  A list the API server forbids (HTTP 403: the RBAC of
+an older release) is logged once as a warning and treated as not served: the rules judge without it,
+readiness does not wait for it, and it is tried again every ``crd_recheck_seconds``.
+
+KServe's ServingRuntimes, ClusterServingRuntimes and LLMInferenceServiceConfigs (``serving.kserve.io``)
+are optional the same way (a 403 too): they become ``ClusterFacts.kserve`` (policies.kserve), what
+KServe merges under its InferenceServices' and LLMInferenceServices' pods, with a token of their own
+(``KSERVE``).
 """
 
 from __future__ import annotations
@@ -44,7 +61,7 @@ import msgspec
 
 from gpuguard.kube.live import configuration_from
 from gpuguard.kube.pager import pages_of
-from gpuguard.kube.status import HTTP_GONE, HTTP_NOT_FOUND, status_of
+from gpuguard.kube.status import HTTP_FORBIDDEN, HTTP_GONE, HTTP_NOT_FOUND, status_message, status_of
 from policies.dra.capacity import mark_applied, node_capacity, serving
 from policies.dra.claims import parse_resource_claim, parse_resource_claim_template
 from policies.dra.facts import DraFacts
@@ -63,7 +80,18 @@ from policies.facts import (
 from policies.karpenter import nodepool_from_object
 from policies.kserve import GROUP as KSERVE_GROUP
 from policies.kserve import KServeObjects, kserve_objects
-from policies.reads import ASPECTS, DRA_CLAIMS, DRA_DEVICES, DRA_TEMPLATES, KSERVE, POOLS
+from policies.queue_facts import (
+    COHORT_VERSIONS,
+    QueueFacts,
+    cluster_queue_from_object,
+    cohort_from_object,
+    local_queue_from_object,
+    resource_flavor_from_object,
+)
+from policies.queue_facts import GROUP as KUEUE_GROUP
+from policies.queue_facts import VERSIONS as KUEUE_VERSIONS
+from policies.quota_facts import QuotaFacts, quota_from_object
+from policies.reads import ASPECTS, DRA_CLAIMS, DRA_DEVICES, DRA_TEMPLATES, KSERVE, POOLS, QUEUES, QUOTAS
 from policies.reads import NODES as NODES_ASPECT
 from policies.reads import RUNTIME_CLASSES as RUNTIME_CLASSES_ASPECT
 from policies.shapes import as_mapping
@@ -97,6 +125,10 @@ class _Absent(Exception):
     """An optional resource the API server does not serve (its CRD is not installed)."""
 
 
+class _Forbidden(_Absent):
+    """A resource the API server refuses to list (403) where that means "judge without it"."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Resource:
     """How to list/watch one resource type and turn its objects into facts."""
@@ -111,6 +143,12 @@ class _Resource:
     namespaced: bool = False  # stored as namespace/name
     # Whether two converted versions are the same for the rules (a new one that is changes nothing).
     same: Callable[[Any, Any], bool] = operator.eq
+    # A 403 means "not granted" rather than an outage: the facts go without it (listed again every
+    # crd_recheck_seconds) instead of the webhook staying unready (an upgrade applied before its RBAC).
+    forbidden_is_absent: bool = False
+    # Whether being served with no objects is news of its own (Kueue installed with no LocalQueue
+    # yet: a queue-name then names none), not only the objects' changes.
+    served_is_news: bool = False
 
     def key(self, meta: Mapping[str, Any]) -> str | None:
         name = meta.get("name")
@@ -144,6 +182,58 @@ def _dra(plural: str, convert: Callable[[Mapping[str, Any]], Any], namespaced: b
     )
 
 
+DEVICE_CLASSES = _dra("deviceclasses", parse_device_class)
+RESOURCE_SLICES = _dra("resourceslices", parse_resource_slice)
+RESOURCE_CLAIMS = _dra("resourceclaims", parse_resource_claim, namespaced=True)
+RESOURCE_CLAIM_TEMPLATES = _dra("resourceclaimtemplates", parse_resource_claim_template, namespaced=True)
+DRA_RESOURCES = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
+_DRA_NAMES = frozenset(r.name for r in DRA_RESOURCES)
+
+
+def _spec_only(convert: Callable[[Mapping[str, Any]], Any]) -> Callable[[Mapping[str, Any]], Any]:
+    """``convert`` of the object without its ``status`` (no rule judges by it; it changes all the time)."""
+
+    def without_status(obj: Mapping[str, Any]) -> Any:
+        return convert({k: v for k, v in obj.items() if k != "status"})
+
+    return without_status
+
+
+RESOURCE_QUOTAS = _Resource(
+    "resourcequotas",
+    "CoreV1Api",
+    "list_resource_quota_for_all_namespaces",
+    _spec_only(quota_from_object),
+    optional=True,  # always served by a real API server; a test server may not
+    namespaced=True,
+    forbidden_is_absent=True,
+)
+
+
+def _kueue(plural: str, convert: Callable[[Mapping[str, Any]], Any], namespaced: bool = False,
+           versions: tuple[str, ...] = KUEUE_VERSIONS) -> _Resource:
+    return _Resource(
+        plural,
+        "CustomObjectsApi",
+        "list_cluster_custom_object",
+        _spec_only(convert),
+        arguments=(("group", KUEUE_GROUP), ("plural", plural)),
+        optional=True,
+        versions=versions,
+        namespaced=namespaced,
+        forbidden_is_absent=True,
+        served_is_news=True,
+    )
+
+
+LOCAL_QUEUES = _kueue("localqueues", local_queue_from_object, namespaced=True)
+CLUSTER_QUEUES = _kueue("clusterqueues", cluster_queue_from_object)
+RESOURCE_FLAVORS = _kueue("resourceflavors", resource_flavor_from_object)
+COHORTS = _kueue("cohorts", cohort_from_object, versions=COHORT_VERSIONS)
+KUEUE_RESOURCES = (LOCAL_QUEUES, CLUSTER_QUEUES, RESOURCE_FLAVORS, COHORTS)
+_KUEUE_NAMES = frozenset(r.name for r in KUEUE_RESOURCES)
+
+
 def _kserve(plural: str, kind: str, versions: tuple[str, ...], namespaced: bool) -> _Resource:
     def convert(obj: Mapping[str, Any]) -> dict[str, Any]:
         meta = as_mapping(obj.get("metadata"))
@@ -164,15 +254,10 @@ def _kserve(plural: str, kind: str, versions: tuple[str, ...], namespaced: bool)
         optional=True,
         versions=versions,
         namespaced=namespaced,
+        forbidden_is_absent=True,
     )
 
 
-DEVICE_CLASSES = _dra("deviceclasses", parse_device_class)
-RESOURCE_SLICES = _dra("resourceslices", parse_resource_slice)
-RESOURCE_CLAIMS = _dra("resourceclaims", parse_resource_claim, namespaced=True)
-RESOURCE_CLAIM_TEMPLATES = _dra("resourceclaimtemplates", parse_resource_claim_template, namespaced=True)
-DRA_RESOURCES = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
-_DRA_NAMES = frozenset(r.name for r in DRA_RESOURCES)
 # KServe's ServingRuntimes, ClusterServingRuntimes and LLMInferenceServiceConfigs (policies.kserve), where
 # KServe is installed: what its InferenceServices' and LLMInferenceServices' pods are merged over.
 KSERVE_RESOURCES = (
@@ -181,6 +266,8 @@ KSERVE_RESOURCES = (
     _kserve("llminferenceserviceconfigs", "LLMInferenceServiceConfig", ("v1alpha2", "v1alpha1"), namespaced=True),
 )
 _KSERVE_NAMES = frozenset(r.name for r in KSERVE_RESOURCES)
+# Every resource LiveFacts runs a reflector for, in its order.
+WATCHED = (NODES, RUNTIME_CLASSES, NODEPOOLS, *DRA_RESOURCES, RESOURCE_QUOTAS, *KUEUE_RESOURCES, *KSERVE_RESOURCES)
 
 
 
@@ -199,7 +286,8 @@ class _Reflector:
         self.store: dict[str, Any] = {}
         self.version: str | None = None  # resume point: the last resourceVersion seen
         self.synced = False
-        self.absent = False  # an optional resource the API server does not serve
+        self.absent = False  # an optional resource the API server does not serve (or forbids: ``forbidden``)
+        self.forbidden = False  # the API server refused to list it (403) and that counts as absent
         self.last_contact: float | None = None  # monotonic time the server last confirmed our view
         self.list_calls = 0
         self.version_index = 0  # into resource.versions
@@ -259,6 +347,8 @@ class _Reflector:
                 raise ResourceGone(f"{self.resource.name}: {exc}") from None
             if status_of(exc) == HTTP_NOT_FOUND and self.resource.optional:
                 raise _Absent from None
+            if status_of(exc) == HTTP_FORBIDDEN and self.resource.forbidden_is_absent:
+                raise _Forbidden(status_message(getattr(exc, "body", None) or b"") or "403 Forbidden") from None
             raise
         store: dict[str, Any] = {}
         for item in items:
@@ -266,7 +356,7 @@ class _Reflector:
             converted = self._convert(item)
             if converted is not None and key is not None:
                 store[key] = converted
-        self.owner._replace(self, store)
+        self.owner._replace(self, store, absent=False)
         return version
 
     def _events(self, version: str) -> Iterator[dict[str, Any]]:
@@ -352,7 +442,9 @@ class _Reflector:
             try:
                 if self.version is None:
                     self.version = self._list()
-                    self.absent = False
+                    if self.forbidden:
+                        log.info("%s: listing is allowed now", self.resource.name)
+                    self.forbidden = False
                     log.info(
                         "%s: listed %d at resourceVersion %s", self.resource.name, len(self.store), self.version
                     )
@@ -360,17 +452,29 @@ class _Reflector:
                 attempt = 0
             except _Stopped:
                 return
+            except _Forbidden as exc:
+                # RBAC grants a resource at every version alike: no older version to try.
+                self.version_index = 0
+                if not self.forbidden:
+                    log.warning("%s: the API server forbids listing them (%s); judging without them until "
+                                "get/list/watch is granted (see deploy/rbac.yaml), checking again every %.0fs",
+                                self.resource.name, exc, self.owner.crd_recheck_seconds)
+                self.forbidden = True
+                if not self.synced or self.store or not self.absent:
+                    self.owner._replace(self, {}, absent=True)
+                self.version = None
+                self.owner._stop_event.wait(self.owner.crd_recheck_seconds)
             except _Absent:
                 if self.version_index + 1 < len(self.resource.versions):
                     self.version_index += 1  # an older version of the API may be served
                     self.version = None
                     continue
                 self.version_index = 0
-                self.absent = True
-                if not self.synced or self.store:
+                self.forbidden = False
+                if not self.synced or self.store or not self.absent:
                     log.info("%s: not served by the API server (CRD or API not enabled); checking again every %.0fs",
                              self.resource.name, self.owner.crd_recheck_seconds)
-                    self.owner._replace(self, {})
+                    self.owner._replace(self, {}, absent=True)
                 self.version = None
                 self.owner._stop_event.wait(self.owner.crd_recheck_seconds)
             except ResourceGone as exc:
@@ -458,13 +562,20 @@ class LiveFacts:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._stop_event = threading.Event()
+        self._dra_reflectors = tuple(_Reflector(self, r) for r in DRA_RESOURCES)
+        self._quota_reflector = _Reflector(self, RESOURCE_QUOTAS)
+        self._kueue_reflectors = tuple(_Reflector(self, r) for r in KUEUE_RESOURCES)
+        self._kserve_reflectors = tuple(_Reflector(self, r) for r in KSERVE_RESOURCES)
         self._reflectors = (
             _Reflector(self, NODES),
             _Reflector(self, RUNTIME_CLASSES),
             _Reflector(self, NODEPOOLS),
-            *(_Reflector(self, r) for r in DRA_RESOURCES),
-            *(_Reflector(self, r) for r in KSERVE_RESOURCES),
+            *self._dra_reflectors,
+            self._quota_reflector,
+            *self._kueue_reflectors,
+            *self._kserve_reflectors,
         )
+        assert tuple(r.resource for r in self._reflectors) == WATCHED
         self._changes = _Changes()
         self._dra_tuples: list[tuple[Any, ...] | None] = [None] * len(DRA_RESOURCES)
         self._publisher = threading.Thread(target=self._publish_loop, name="gpuguard-facts-publisher", daemon=True)
@@ -477,6 +588,8 @@ class LiveFacts:
         self._pools: tuple[NodeFacts, ...] = ()
         self._dra: DraFacts | None = None
         self._served: dict[str, DeviceClass] | None = None
+        self._quotas: QuotaFacts | None = None
+        self._queues: QueueFacts | None = None
         self._kserve: KServeObjects | None = None
         self._last_publish = 0.0
         self._publishes = 0
@@ -491,8 +604,8 @@ class LiveFacts:
 
     @property
     def ready(self) -> bool:
-        """True once Nodes, RuntimeClasses and NodePools (or their absence) have been listed completely
-        and a snapshot holding all of them is published."""
+        """True once every watched resource has been listed completely (or found not served, or
+        forbidden where that is allowed) and a snapshot holding all of them is published."""
         return self._ready
 
     @property
@@ -583,8 +696,13 @@ class LiveFacts:
                     changes.slice_nodes = None  # devices reachable from many nodes: every node again
                     break
 
-    def _replace(self, reflector: _Reflector, store: dict[str, Any]) -> None:
+    def _replace(self, reflector: _Reflector, store: dict[str, Any], *, absent: bool = False) -> None:
         with self._changed:
+            if reflector.resource.served_is_news and (not reflector.synced or reflector.absent != absent):
+                self._changes.resources.add(reflector.resource.name)
+                if self._changes.since is None:
+                    self._changes.since = time.monotonic()
+            reflector.absent = absent
             old = reflector.store
             same = reflector.resource.same
             for name in old.keys() - store.keys():
@@ -646,7 +764,7 @@ class LiveFacts:
             synced = all(r.synced for r in self._reflectors)
             copies: dict[str, Any] = {}
             if changes.resources & _DRA_NAMES:
-                dra_reflectors = self._reflectors[3:3 + len(DRA_RESOURCES)]
+                dra_reflectors = self._dra_reflectors
                 for i, r in enumerate(dra_reflectors):  # a store that did not change keeps its tuple
                     if r.resource.name in changes.resources or self._dra_tuples[i] is None:
                         self._dra_tuples[i] = tuple(r.store[k] for k in sorted(r.store))
@@ -662,7 +780,7 @@ class LiveFacts:
                 if changes.slice_nodes:
                     names |= changes.slice_nodes
                 if changes.slice_pools:
-                    slices = self._reflectors[4].store.values()
+                    slices = self._dra_reflectors[1].store.values()
                     names.update(s.node_name for s in slices
                                  if s.node_name and (s.driver, s.pool.name) in changes.slice_pools)
             nodes = {n: node_store.get(n) for n in names}
@@ -671,10 +789,26 @@ class LiveFacts:
             if NODEPOOLS.name in changes.resources:
                 pools = self._reflectors[2].store
                 copies["pools"] = tuple(pools[k] for k in sorted(pools))
+            if RESOURCE_QUOTAS.name in changes.resources:
+                quota = self._quota_reflector
+                copies["quotas"] = None if quota.absent or not quota.synced else tuple(quota.store.values())
+            if changes.resources & _KUEUE_NAMES:
+                copies["queues"] = (
+                    tuple(tuple(r.store[k] for k in sorted(r.store)) for r in self._kueue_reflectors)
+                    if self._kueue_known() else None
+                )
             if changes.resources & _KSERVE_NAMES:
-                served = self._reflectors[3 + len(DRA_RESOURCES):]
-                copies["kserve"] = tuple(r.store[k] for r in served for k in sorted(r.store))
+                copies["kserve"] = tuple(r.store[k] for r in self._kserve_reflectors for k in sorted(r.store))
             return nodes, synced, copies
+
+    def _kueue_known(self) -> bool:
+        """Whether the Kueue objects are all known: LocalQueues, ClusterQueues and ResourceFlavors
+        listed, and Cohorts listed or not served (Kueue before Cohort objects).  Without one of them
+        the queue rule would misjudge (a LocalQueue not seen is no LocalQueue), so it judges none."""
+        *required, cohorts = self._kueue_reflectors
+        if not all(r.synced and not r.absent for r in required):
+            return False
+        return cohorts.synced and not cohorts.forbidden
 
     def _publish(self) -> None:
         nodes, synced, copies = self._take()
@@ -688,6 +822,14 @@ class LiveFacts:
         if "pools" in copies:
             self._pools = copies["pools"]
             tokens[POOLS] = object()
+        if "quotas" in copies:
+            taken = copies["quotas"]
+            self._quotas = None if taken is None else QuotaFacts.of(taken)
+            tokens[QUOTAS] = object()
+        if "queues" in copies:
+            taken = copies["queues"]
+            self._queues = None if taken is None else QueueFacts.of(*taken)
+            tokens[QUEUES] = object()
         if "kserve" in copies:
             served = kserve_objects(copies["kserve"])
             self._kserve = None if served.empty else served
@@ -711,8 +853,8 @@ class LiveFacts:
         older = previous.basis
         basis = older if not previous.used and older is not None and older.used else previous
         facts = ClusterFacts(nodes=node_list, runtime_classes=self._classes, source="live", pools=self._pools,
-                             dra=self._dra, kserve=self._kserve, groups=groups, tokens=tokens, basis=basis,
-                             lender=previous)
+                             dra=self._dra, quotas=self._quotas, queues=self._queues, kserve=self._kserve,
+                             groups=groups, tokens=tokens, basis=basis, lender=previous)
         if self._served:
             mark_applied(facts)
         self._tokens = tokens
@@ -761,6 +903,9 @@ def from_kubeconfig(path: str | None, in_cluster: bool, on_update: FactsCallback
     from kubernetes import client
 
     configuration = configuration_from(path, in_cluster)
+    # One connection per watch (each reflector keeps one open) plus room for lists: with fewer, urllib3
+    # discards connections ("Connection pool is full") and every watch restart opens a new one.
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, len(WATCHED) + 4)
 
     def factory() -> Any:
         return client.ApiClient(configuration)

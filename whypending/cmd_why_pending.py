@@ -3,10 +3,15 @@
 
 Explains why GPU pods are Pending: for each pod the scheduler has tried (``PodScheduled=False``) or a
 scheduling gate holds, the reasons in the order of what fixes them: ``gated``, ``static`` (the
-engine's findings against the same cluster), ``scheduler`` (its message in plain words),
-``insufficient``/``fragmentation`` (free GPUs per node), ``unhealthy-devices``/``device-plugin-down``
-(and cordoned or NotReady GPU nodes), ``idle-holders`` (with ``--prometheus``: pods holding GPUs a
-fit needs whose DCGM utilization stayed under 1 %) and ``preemptible``.
+engine's findings against the same cluster), ``scheduler`` (its message in plain words), ``gang``
+(a pod of a gang: how many of its siblings run and hold what where, and whether another partially
+placed gang holds what it needs — a deadlock), ``insufficient``/``fragmentation`` (free GPUs per
+node), ``unhealthy-devices``/``device-plugin-down`` (and cordoned or NotReady GPU nodes),
+``idle-holders`` (with ``--prometheus``: pods holding GPUs a fit needs whose DCGM utilization stayed
+under 1 %) and ``preemptible``.  Workloads that have no pods
+yet are reported too, when no pod is named: those Kueue holds (``queue``: the LocalQueue, the
+ClusterQueue, the flavor, the quota it waits for, the Workload's condition) and those whose pods a
+ResourceQuota refuses (``quota``, from the controller's FailedCreate events).
 
 Input: a live cluster (the kubeconfig's current context, ``--kubeconfig``, or ``--in-cluster``),
 listed read-only, or ``--dump`` files (``kubectl get nodes,pods,events,priorityclasses -A -o yaml``
@@ -130,7 +135,10 @@ def build_report(args: argparse.Namespace, names: tuple[str, ...]) -> Report:
     utilization = measure(args.prometheus, args.idle_window) if args.prometheus else None
     use = utilization.use if utilization is not None else None
     window_start = utilization.window_start if utilization is not None else None
+    # Workloads without pods are in scope when no pod is named: every namespace with -A, else the one.
+    workloads = None if names else (lambda _ns: True) if namespace is None else (lambda ns: ns == namespace)
     diagnosis = diagnose(state, chosen.pods, static=static.findings, use=use, window_start=window_start,
+                         workloads=workloads,
                          **({"idle_threshold": utilization.threshold} if utilization is not None else {}))
     notes = [*gathered.notes, *chosen.notes, *static.notes]
     if facts.pools:

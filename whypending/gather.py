@@ -72,7 +72,8 @@ def context_namespace(kubeconfig: str | None, in_cluster: bool) -> str:
 
 
 def from_cluster(kubeconfig: str | None, in_cluster: bool, namespace: str | None) -> Gathered:
-    """List nodes, pods, FailedScheduling events, PriorityClasses, RuntimeClasses and NodePools.
+    """List nodes, pods, FailedScheduling events, PriorityClasses, RuntimeClasses and NodePools (and
+    DRA objects, FailedCreate events, ResourceQuotas, queued Jobs and Kueue objects: gpuguard.kube.live).
 
     ``namespace``: where the pods to explain live (events are listed there only); None for all.
     """

@@ -7,9 +7,19 @@ from collections.abc import Sequence
 
 from gpuguard.htmlreport import Level, badge, escape, page, section, table, tiles
 from policies.pending import diagnose as dg
+from policies.pending import workloads as wl
 from policies.pending.diagnose import PodDiagnosis, PoolView
+from policies.pending.workloads import WorkloadDiagnosis
 from whypending.report import Report
-from whypending.views import age, fits_now, pending_since, pod_facts, reason_view
+from whypending.views import (
+    age,
+    fits_now,
+    pending_since,
+    pod_facts,
+    reason_view,
+    workload_heading,
+    workload_reason_view,
+)
 
 LEVEL: dict[str, Level] = {
     dg.GATED: "muted",
@@ -22,11 +32,16 @@ LEVEL: dict[str, Level] = {
     dg.PLUGIN_DOWN: "error",
     dg.IDLE_HOLDERS: "warning",
     dg.PREEMPTIBLE: "info",
+    dg.GANG: "warning",
+    wl.QUEUE: "warning",
+    wl.QUOTA: "error",
 }
 
 
 def _level(kind: str, head: str) -> Level:
-    """A static finding shows its own severity (whypending.static writes it first)."""
+    """A static finding shows its own severity (whypending.static writes it first); a deadlock is an error."""
+    if kind == dg.GANG and head.startswith("deadlock: "):
+        return "error"
     if kind == dg.STATIC:
         severity = head.split(" ", 1)[0]
         if severity == "error":
@@ -67,6 +82,18 @@ def _pod_section(report: Report, pd: PodDiagnosis) -> str:
     return section(pd.pod.key, body, anchor=f"pod-{pd.pod.key}")
 
 
+def _workload_section(w: WorkloadDiagnosis) -> str:
+    rows = []
+    for reason in w.reasons:
+        view = workload_reason_view(reason)
+        text = f"<p>{escape(view.head)}</p>{_list(view.items)}"
+        if view.hint:
+            text += f"<p class=\"muted\">&rarr; {escape(view.hint)}</p>"
+        rows.append([badge(view.kind, _level(view.kind, view.head)), text])
+    body = f"<p>{escape(w.kind)} with no pods yet</p>" + table(["reason", "what and why"], rows)
+    return section(workload_heading(w), body, anchor=f"workload-{w.key}")
+
+
 def _pools(report: Report) -> str:
     pools = report.diagnosis.pools
     if not pools:
@@ -104,6 +131,8 @@ def _tiles(report: Report) -> str:
         ("pending GPU pods (not gated)", str(waiting), "error" if waiting else "ok"),
         ("gated pods", str(report.gated), "muted"),
     ]
+    if report.workloads:
+        items.append(("workloads without pods (queued, over quota)", str(len(report.workloads)), "warning"))
     groups = _by_resource(pools)
     for resource, views in groups or [("GPUs", [])]:
         free = sum(v.pool.free for v in views)
@@ -126,8 +155,13 @@ def render(report: Report) -> str:
         links = ", ".join(f"<a href=\"#pod-{escape(pd.pod.key.replace('/', '-'))}\">{escape(pd.pod.key)}</a>"
                           for pd in report.pods)
         overview += f"<p>Pods: {links}</p>"
+    if report.workloads:
+        links = ", ".join(f"<a href=\"#workload-{escape(w.key.replace('/', '-'))}\">{escape(workload_heading(w))}</a>"
+                          for w in report.workloads)
+        overview += f"<p>Workloads without pods: {links}</p>"
     body += section(report.headline()[:1].upper() + report.headline()[1:], overview, anchor="overview")
     body += "".join(_pod_section(report, pd) for pd in report.pods)
+    body += "".join(_workload_section(w) for w in report.workloads)
     body += _pools(report)
     notes = report.all_notes()
     if notes:

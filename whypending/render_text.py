@@ -9,8 +9,17 @@ import textwrap
 
 from gpuguard import terminal
 from policies.pending.diagnose import PodDiagnosis
+from policies.pending.workloads import WorkloadDiagnosis
 from whypending.report import Report
-from whypending.views import age, fits_now, pending_since, pod_facts, reason_view
+from whypending.views import (
+    age,
+    fits_now,
+    pending_since,
+    pod_facts,
+    reason_view,
+    workload_heading,
+    workload_reason_view,
+)
 
 KIND_WIDTH = 18  # the longest kind, device-plugin-down
 MIN_WIDTH, MAX_WIDTH, NO_WRAP = terminal.MIN_WIDTH, terminal.MAX_WIDTH, terminal.NO_WRAP
@@ -48,6 +57,19 @@ def _pod_block(report: Report, pd: PodDiagnosis, cols: int) -> list[str]:
     return lines
 
 
+def _workload_block(w: WorkloadDiagnosis, cols: int) -> list[str]:
+    lines = _wrap(f"{workload_heading(w)}: no pods yet", "", "    ", cols)
+    pad = " " * (2 + KIND_WIDTH + 1)
+    for reason in w.reasons:
+        view = workload_reason_view(reason)
+        lines += _wrap(view.head, f"  {view.kind:<{KIND_WIDTH}} ", pad, cols)
+        for item in view.items:
+            lines += _wrap(item, pad + "- ", pad + "  ", cols)
+        if view.hint:
+            lines += _wrap(view.hint, pad + "> ", pad + "  ", cols)
+    return lines
+
+
 def _pools(report: Report) -> list[str]:
     pools = report.diagnosis.pools
     if not pools:
@@ -76,6 +98,7 @@ def render(report: Report, quiet: bool = False) -> str:
     cols = width()
     if quiet:
         blocks = ["\n".join(_pod_block(report, pd, cols)) for pd in report.pods]
+        blocks += ["\n".join(_workload_block(w, cols)) for w in report.workloads]
         return "\n\n".join(blocks) + "\n" if blocks else ""
     lines = _wrap("gpuguard why-pending: " + report.headline(), "", "    ", cols)
     lines += _wrap(report.input_line(), "", "    ", cols)
@@ -83,6 +106,9 @@ def render(report: Report, quiet: bool = False) -> str:
     for pd in report.pods:
         lines.append("")
         lines += _pod_block(report, pd, cols)
+    for w in report.workloads:
+        lines.append("")
+        lines += _workload_block(w, cols)
     lines.append("")
     lines += _pools(report)
     notes = report.all_notes()

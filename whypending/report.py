@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from policies.pending.diagnose import Diagnosis, PodDiagnosis
 from policies.pending.state import ClusterState
+from policies.pending.workloads import WorkloadDiagnosis, summary
 from policies.wording import plural
 from whypending.selection import Scope
 from whypending.utilization import Utilization
@@ -28,6 +29,10 @@ class Report:
         return self.diagnosis.pods
 
     @property
+    def workloads(self) -> list[WorkloadDiagnosis]:
+        return self.diagnosis.workloads
+
+    @property
     def gated(self) -> int:
         return sum(1 for p in self.pods if p.pod.gated)
 
@@ -46,6 +51,10 @@ class Report:
         return [*self.notes, *utilization]
 
     def headline(self) -> str:
+        more = f"; {summary(self.workloads)}" if self.workloads else ""
+        return self._pods_headline() + more
+
+    def _pods_headline(self) -> str:
         where = self.scope.describe()
         n = len(self.pods)
         if not n:

@@ -11,10 +11,12 @@ from datetime import datetime
 
 from policies.pending import diagnose as dg
 from policies.pending import health
-from policies.pending.diagnose import PodDiagnosis, Reason
+from policies.pending.diagnose import PodDiagnosis
 from policies.pending.fit import BLOCK_SELECTOR, NodeFit
+from policies.pending.reasons import Reason
 from policies.pending.schedmsg import explain
 from policies.pending.state import ClusterState
+from policies.pending.workloads import WorkloadDiagnosis
 from whypending.hints import hint
 
 
@@ -71,7 +73,25 @@ def reason_view(state: ClusterState, pd: PodDiagnosis, reason: Reason) -> Reason
             head, items = message.partition(": ")[0], found
     elif kind == dg.IDLE_HOLDERS:
         head, items = _split(message)
+    elif kind == dg.GANG:
+        head, items = _clauses(message)
     return ReasonView(kind, head, items, hint(kind, message))
+
+
+def _clauses(message: str) -> tuple[str, tuple[str, ...]]:
+    """``"head; a; b"`` -> (head, (a, b)): messages whose parts are joined with '; '."""
+    head, *rest = message.split("; ")
+    return head, tuple(rest)
+
+
+def workload_reason_view(reason: Reason) -> ReasonView:
+    """A queue or quota reason of a workload without pods: its first clause, then the others."""
+    head, items = _clauses(reason.message)
+    return ReasonView(reason.kind, head, items, hint(reason.kind, reason.message))
+
+
+def workload_heading(w: WorkloadDiagnosis) -> str:
+    return f"{w.namespace}/{w.kind}/{w.name}"
 
 
 def fits_now(pd: PodDiagnosis) -> str | None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuguard.audit.changes import classify
+from gpuguard.audit.changes import classify, planned_facts
 from gpuguard.audit.model import (
     LIVE,
     AuditFinding,
@@ -35,12 +35,14 @@ from policies.facts import ClusterFacts, NodeGroup
 from policies.images import ImageFacts
 from policies.placement import Cell, Placer, merge_cells
 from policies.podspec import PodTemplate, extract, misshapen_message, misshapen_templates
+from policies.registry import WORKLOAD_RULES
 from policies.shapes import as_dict
 from policies.types import Severity
 from policies.wording import plural
 
 MAX_MATRIX_ROWS = 300
 MAX_IGNORE_NOTES = 20  # objects whose misspelled gpuguard.io/ignore is named in the notes (the rest counted)
+MAX_WHOLE_JOB_NOTES = 20  # jobs the planned cluster cannot run as a whole, named in the notes (the rest counted)
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
@@ -76,6 +78,7 @@ class Judged:
     owner: str | None = None
     errors: list[InputError] = field(default_factory=list)  # where its templates hold no object
     notes: list[str] = field(default_factory=list)  # gpuguard.io/ignore names that are no rule id
+    broken: str = ""  # with --cluster-after: why the planned cluster cannot run it as a whole any more
 
 
 def _template_label(pod: PodTemplate) -> str:
@@ -157,6 +160,9 @@ class Auditor:
     ) -> None:
         self.config = config
         self.facts = facts
+        kept: list[str] = []
+        if after is not None:
+            after, kept = planned_facts(after, facts)
         self.after = after
         self.images = images
         self.limit = limit_per_namespace
@@ -173,6 +179,7 @@ class Auditor:
         self._rows_clean: list[MatrixRow] = []
         self._rows_omitted = 0
         self._ignore_notes = 0
+        self._broken: dict[str, str] = {}  # object key -> why the planned cluster cannot run it as a whole
         self._placer: Placer | None = None
         self._before_placer: Placer | None = None
         self._before_groups: list[list[int]] = []  # per column: the groups of today sharing its nodes
@@ -180,6 +187,9 @@ class Auditor:
         self._matrix: Matrix | None = None
         if matrix:
             self._set_up_matrix(cluster, cluster_after)
+        if kept:
+            self.note(f"the planned cluster ({cluster_after or 'planned facts'}) holds no "
+                      f"{' and no '.join(kept)}: today's are judged with it")
 
     # --- the node-pool matrix -----------------------------------------------------------------
     def _set_up_matrix(self, cluster: str | None, cluster_after: str | None) -> None:
@@ -258,6 +268,11 @@ class Auditor:
             later = evaluate(obj, self.config, self.after, self.images)
             judged.findings = [AuditFinding(s.finding, ref, origin, s.change, s.previous)
                                for s in classify(obj, ev.findings, later.findings)]
+            broken = [f.finding for f in judged.findings if f.change == "introduced"
+                      and f.finding.rule in WORKLOAD_RULES and f.finding.severity is Severity.ERROR]
+            if broken:
+                reasons = "; ".join(f"{f.rule}: {f.message.split('; ', 1)[0]}" for f in broken)
+                judged.broken = f"the planned cluster cannot run {ref.qualified()} as a whole any more ({reasons})"
             judged.skipped = tuple(sorted(set(ev.skipped_rules) | set(later.skipped_rules)))
         if self._placer is not None and ev.gpu_related:
             current = [f for f in judged.findings if f.change != "resolved"]
@@ -299,6 +314,8 @@ class Auditor:
             self._gpu.add(key)
         if judged.findings:
             self._findings[key] = self._bounded(key, ref.namespace, judged.findings)
+        if judged.broken:
+            self._broken[key] = judged.broken
         for row in judged.rows:
             (self._rows_bad if row.worst is not None else self._rows_clean).append(row)
 
@@ -390,6 +407,13 @@ class Auditor:
             key=lambda f: (f.ref.namespace, f.ref.kind, f.ref.name, -f.severity, f.finding.rule, f.finding.path),
         )
         result.skipped_rules = sorted(self._skipped)
+        broken = [self._broken[k] for k in sorted(self._broken, key=lambda k: self._refs[k].qualified())
+                  if k in kept]
+        if len(broken) > MAX_WHOLE_JOB_NOTES:
+            rest = len(broken) - MAX_WHOLE_JOB_NOTES
+            broken = [*broken[:MAX_WHOLE_JOB_NOTES],
+                      f"the planned cluster cannot run {plural(rest, 'more job')} as a whole any more"]
+        result.notes[:0] = [b for b in broken if b not in result.notes]
         if self._ignore_notes > MAX_IGNORE_NOTES:
             rest = self._ignore_notes - MAX_IGNORE_NOTES
             self.note(f"{IGNORE_ANNOTATION} names no rule on {plural(rest, 'more object')}")

@@ -9,6 +9,10 @@ field, list indices replaced by element names; the message is not part of it).  
 * unchanged — in both, as severe or less severe after.
 
 Both evaluations judge the same object, so the keys differ only where the findings do.
+
+The planned snapshot is judged with today's ResourceQuotas and Kueue queues where it holds none
+(:func:`planned_facts`): a plan is usually nodes (a pool drained, a driver rolled out), and without
+this every quota finding of today would read as resolved by it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuguard.audit.model import Change
+from policies.facts import ClusterFacts
 from policies.identity import FindingKey, finding_key
 from policies.types import Finding, Severity
 
@@ -44,3 +49,21 @@ def classify(obj: Any, before: Sequence[Finding], after: Sequence[Finding]) -> l
         out.append(Sorted(f, "introduced" if f.severity > old.severity else "unchanged", previous))
     out.extend(Sorted(f, "resolved") for rest in earlier.values() for f in rest)
     return out
+
+
+def planned_facts(after: ClusterFacts, today: ClusterFacts) -> tuple[ClusterFacts, list[str]]:
+    """``after`` with today's ResourceQuotas and Kueue queues where it has none, and what was kept."""
+    quotas, queues = after.quotas, after.queues
+    kept = []
+    if quotas is None and today.quotas is not None:
+        quotas = today.quotas
+        kept.append("ResourceQuotas")
+    if queues is None and today.queues is not None:
+        queues = today.queues
+        kept.append("Kueue queues")
+    if not kept:
+        return after, []
+    facts = ClusterFacts(nodes=after.nodes, runtime_classes=after.runtime_classes, source=after.source,
+                         pools=after.pools, extended_resource_toleration=after.extended_resource_toleration,
+                         dra=after.dra, quotas=quotas, queues=queues, groups=after.node_groups)
+    return facts, kept

@@ -10,7 +10,9 @@ owner was audited already is counted through it without being judged.  Pods are 
 RBAC: ``list`` on each of those resources (cluster-wide), and on nodes, RuntimeClasses, Karpenter
 NodePools and DRA's DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates for the
 facts (the DRA objects are all or none: devices without the claims that hold them would misstate
-what is free); nothing is written (the webhook's periodic audit adds the
+what is free), and for the whole-job rules on ResourceQuotas and, where Kueue is served, its
+LocalQueues, ClusterQueues, ResourceFlavors and Cohorts (all or none too: a LocalQueue not listed
+would look missing); nothing is written (the webhook's periodic audit adds the
 report verbs, see deploy/audit).  A kind the cluster serves but refuses to list is an input error
 naming the RBAC it needs: the audit is incomplete and says so.
 """
@@ -41,6 +43,9 @@ from policies.dra.objects import CLAIM_RESOURCES, SERVED_VERSIONS
 from policies.dra.objects import GROUP as DRA_GROUP
 from policies.facts import ClusterFacts
 from policies.podspec import Workload
+from policies.queue_facts import COHORT_VERSIONS
+from policies.queue_facts import GROUP as KUEUE_GROUP
+from policies.queue_facts import VERSIONS as KUEUE_VERSIONS
 
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 # Kinds other controllers usually create (a Deployment's ReplicaSets, a CronJob's or JobSet's Jobs,
@@ -141,8 +146,8 @@ def audit_workloads(client: RestClient, discovery: Discovery, auditor: Auditor, 
 
 @dataclass(slots=True)
 class LiveFacts:
-    """What the audit reads of the cluster besides workloads: nodes (pruned), RuntimeClasses, NodePools
-    and the DRA objects."""
+    """What the audit reads of the cluster besides workloads: nodes (pruned), RuntimeClasses, NodePools,
+    the DRA objects, ResourceQuotas and Kueue's queues."""
 
     facts: ClusterFacts
     nodes: list[Mapping[str, Any]] = field(default_factory=list)
@@ -168,7 +173,8 @@ def _optional(client: RestClient, discovery: Discovery, group: str, resource: st
 
 def list_facts(client: RestClient, discovery: Discovery, page_size: int = PAGE_SIZE) -> LiveFacts:
     """Nodes (required: ApiError when they cannot be listed), RuntimeClasses, NodePools, the DRA
-    objects and KServe's ServingRuntimes and LLMInferenceServiceConfigs (notes)."""
+    objects, ResourceQuotas, Kueue's queues and KServe's ServingRuntimes and LLMInferenceServiceConfigs
+    (what cannot be listed: notes)."""
     nodes: list[Mapping[str, Any]] = []
     for page in list_pages(client, "/api/v1/nodes", page_size=page_size):
         for raw in page:
@@ -179,10 +185,28 @@ def list_facts(client: RestClient, discovery: Discovery, page_size: int = PAGE_S
     classes = _optional(client, discovery, "node.k8s.io", "runtimeclasses", ("v1",), notes, pruned=True)
     pools = _optional(client, discovery, "karpenter.sh", "nodepools", ("v1",), notes, pruned=False)
     dra = _dra_objects(client, discovery, notes)
+    quotas = _optional(client, discovery, "", "resourcequotas", ("v1",), notes, pruned=False)
+    kueue = _kueue_objects(client, discovery, notes)
     served = [obj for plural, versions in KSERVE_FACT_RESOURCES
               for obj in _optional(client, discovery, KSERVE_GROUP, plural, versions, notes, pruned=False)]
-    facts = ClusterFacts.from_objects([*nodes, *classes, *pools, *dra, *served], source="live cluster")
+    facts = ClusterFacts.from_objects([*nodes, *classes, *pools, *dra, *quotas, *kueue, *served],
+                                      source="live cluster")
     return LiveFacts(facts, nodes, notes)
+
+
+KUEUE_FACT_RESOURCES = (("localqueues", KUEUE_VERSIONS), ("clusterqueues", KUEUE_VERSIONS),
+                        ("resourceflavors", KUEUE_VERSIONS), ("cohorts", COHORT_VERSIONS))
+
+
+def _kueue_objects(client: RestClient, discovery: Discovery, notes: list[str]) -> list[Mapping[str, Any]]:
+    found: list[Mapping[str, Any]] = []
+    before = len(notes)
+    for plural, versions in KUEUE_FACT_RESOURCES:
+        found += _optional(client, discovery, KUEUE_GROUP, plural, versions, notes, pruned=False)
+    if len(notes) > before:
+        notes.append(f"the {KUEUE_GROUP} queues are judged without any of them (one list failed)")
+        return []
+    return found
 
 
 DRA_FACT_RESOURCES = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")

@@ -34,7 +34,8 @@ MAX_DUMP_BYTES = 2 * 1024 * 1024 * 1024
 MAX_YAML_BYTES = MAX_FILE_BYTES
 STDIN = "-"
 KINDS = ("Node", "Pod", "Event", "PriorityClass", "RuntimeClass", "NodePool", "DeviceClass", "ResourceSlice",
-         "ResourceClaim", "ResourceClaimTemplate")
+         "ResourceClaim", "ResourceClaimTemplate", "ResourceQuota", "Workload", "LocalQueue", "ClusterQueue",
+         "ResourceFlavor", "Cohort", "Job", "ReplicaSet", "ReplicationController")
 
 
 @dataclass(slots=True)
@@ -197,4 +198,5 @@ def load_dumps(names: Sequence[str], *, max_bytes: int = MAX_DUMP_BYTES,
 
 def _count(objects: ClusterObjects) -> int:
     return (len(objects.nodes) + len(objects.pods) + len(objects.events) + len(objects.priority_classes)
-            + len(objects.runtime_classes) + len(objects.nodepools) + len(objects.dra))
+            + len(objects.runtime_classes) + len(objects.nodepools) + len(objects.dra) + len(objects.quotas)
+            + len(objects.kueue) + len(objects.controllers))

@@ -17,6 +17,11 @@ decoded with msgspec into pruned dicts (see prune.py), so a large cluster costs 
   ResourceClaimTemplates are listed at the newest ``resource.k8s.io`` version served (v1, else
   v1beta2, else v1beta1; 404 at every one: DRA is not served, no note).  They are kept all or none:
   the devices without the claims that hold them (or the reverse) would misstate what is free.
+* For workloads that have no pods (policies/pending/workloads.py): ``FailedCreate`` and
+  ``FailedCreatePod`` events (two more field-selected lists, in the events' namespace), ResourceQuotas,
+  batch Jobs labelled ``kueue.x-k8s.io/queue-name`` (a label selector), and where Kueue is served its
+  Workloads, LocalQueues, ClusterQueues, ResourceFlavors and Cohorts (``kueue.x-k8s.io`` v1beta2, else
+  v1beta1; Cohorts also v1alpha1), all or none.  Each is optional: a list that fails is a note.
 """
 
 from __future__ import annotations
@@ -28,7 +33,11 @@ from typing import Any
 from gpuguard.kube.pager import ContinueExpired, pages_of
 from gpuguard.kube.prune import decode_item
 from gpuguard.kube.status import HTTP_FORBIDDEN, HTTP_NOT_FOUND, status_message, status_of
+from policies.pending.events import FAILED_CREATE
 from policies.pending.state import ClusterObjects
+from policies.queue_facts import COHORT_VERSIONS, QUEUE_LABEL
+from policies.queue_facts import GROUP as KUEUE_GROUP
+from policies.queue_facts import VERSIONS as KUEUE_VERSIONS
 
 PAGE_SIZE = 500
 CONNECT_TIMEOUT_SECONDS = 10.0
@@ -41,6 +50,9 @@ DRA_GROUP = "resource.k8s.io"
 DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")  # the versions policies.dra reads, newest first
 DRA_LISTS = (("DeviceClass", "deviceclasses"), ("ResourceSlice", "resourceslices"),
              ("ResourceClaim", "resourceclaims"), ("ResourceClaimTemplate", "resourceclaimtemplates"))
+KUEUE_LISTS = (("Workload", "workloads", KUEUE_VERSIONS), ("LocalQueue", "localqueues", KUEUE_VERSIONS),
+               ("ClusterQueue", "clusterqueues", KUEUE_VERSIONS), ("ResourceFlavor", "resourceflavors", KUEUE_VERSIONS),
+               ("Cohort", "cohorts", COHORT_VERSIONS))
 
 
 class LiveError(Exception):
@@ -111,6 +123,7 @@ def list_cluster(
     runtime_classes: bool = True,
     nodepools: bool = True,
     dra: bool = True,
+    whole_jobs: bool = True,
 ) -> LiveListing:
     """Nodes, non-terminal pods, FailedScheduling events, PriorityClasses (and RuntimeClasses and
     Karpenter NodePools, which only the engine's static checks read; no NodePool CRD means none; and
@@ -173,8 +186,57 @@ def list_cluster(
                                      "continue without them")
     if dra:
         _list_dra(lister, listing)
+    if whole_jobs:
+        _list_whole_jobs(lister, listing, namespace, optional)
     listing.requests = lister.requests
     return listing
+
+
+def _list_whole_jobs(lister: _Lister, listing: LiveListing, namespace: str | None,
+                     optional: Callable[..., None]) -> None:
+    """What explains workloads without pods: controllers' FailedCreate events, quotas, queued Jobs, Kueue."""
+    objects = listing.objects
+    for reason in FAILED_CREATE:
+        if namespace:
+            optional(f"{reason} events", "CoreV1Api", "list_namespaced_event", "Event", objects.events,
+                     namespace=namespace, field_selector=f"reason={reason}")
+        else:
+            optional(f"{reason} events", "CoreV1Api", "list_event_for_all_namespaces", "Event", objects.events,
+                     field_selector=f"reason={reason}")
+    optional("ResourceQuotas", "CoreV1Api", "list_resource_quota_for_all_namespaces", "ResourceQuota", objects.quotas)
+    jobs: list[Any] = []
+    optional(f"Jobs labelled {QUEUE_LABEL}", "BatchV1Api", "list_job_for_all_namespaces", "Job", jobs,
+             label_selector=QUEUE_LABEL)
+    for job in jobs:
+        job.setdefault("apiVersion", "batch/v1")
+    objects.controllers.extend(jobs)
+    found: list[Any] = []
+    try:
+        for kind, plural, versions in KUEUE_LISTS:
+            items: list[Any] = []
+            served = ""
+            for version in versions:
+                try:
+                    lister.collect("CustomObjectsApi", "list_cluster_custom_object", kind, items,
+                                   group=KUEUE_GROUP, version=version, plural=plural)
+                except Exception as exc:
+                    if status_of(exc) == HTTP_NOT_FOUND:
+                        continue  # an older version may be served
+                    raise
+                served = version
+                break
+            if not served:
+                if kind == "Workload":
+                    return  # kueue.x-k8s.io is not served: no Kueue in this cluster
+                continue  # Cohorts came later than the rest
+            for item in items:  # list items carry no TypeMeta; policies.queue_facts reads the group
+                item.setdefault("apiVersion", f"{KUEUE_GROUP}/{served}")
+            found.extend(items)
+    except Exception as exc:
+        listing.notes.append(f"Kueue objects ({KUEUE_GROUP}) not listed ({_reason(exc)}); workloads Kueue holds "
+                             "are not explained")
+        return
+    objects.kueue.extend(found)
 
 
 def _list_dra(lister: _Lister, listing: LiveListing) -> None:

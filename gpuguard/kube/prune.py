@@ -4,8 +4,9 @@ A 50,000-pod cluster lists hundreds of megabytes of JSON, most of it env, volume
 statuses.  msgspec decodes into TypedDicts that name only the fields kept, skipping the rest
 without building Python objects for them; the result is still a plain dict in API shape.  Pods not
 yet bound to a node (the pending ones, which the engine's static rules judge in full), Karpenter
-NodePools (capacity that can appear, in the engine's facts) and ``resource.k8s.io`` objects (DRA
-devices and claims, in the engine's facts) are kept whole.  An item whose kept
+NodePools (capacity that can appear, in the engine's facts), ``resource.k8s.io`` objects (DRA
+devices and claims, in the engine's facts) and the objects that explain workloads without pods
+(ResourceQuotas, Kueue's objects, Jobs, ReplicaSets) are kept whole.  An item whose kept
 fields have unexpected types is decoded whole instead, so nothing is lost to validation: the engine
 reads malformed objects defensively.
 """
@@ -101,7 +102,11 @@ class _Page(msgspec.Struct):
     items: list[msgspec.Raw] | None = None
 
 
-_KEPT_WHOLE = frozenset({"NodePool", "DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
+# Few objects, read in full: NodePools, DRA objects, and what explains workloads without pods (quotas,
+# Kueue's objects, Jobs with their templates).
+_KEPT_WHOLE = frozenset({"NodePool", "DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate",
+                         "ResourceQuota", "Workload", "LocalQueue", "ClusterQueue", "ResourceFlavor", "Cohort", "Job",
+                         "ReplicaSet", "ReplicationController"})
 _PRUNED: msgspec.json.Decoder[Any] = msgspec.json.Decoder(PrunedObject)
 _WHOLE = msgspec.json.Decoder()
 PAGE = msgspec.json.Decoder(_Page)

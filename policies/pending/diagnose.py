@@ -2,11 +2,17 @@
 
 The kinds, in order: ``gated`` (a scheduling gate holds the pod; nothing else applies yet),
 ``static`` (the engine's findings for the pod, supplied by the caller), ``scheduler`` (the parsed
-scheduler message), ``insufficient`` / ``fragmentation``, ``unhealthy-devices`` /
+scheduler message), ``gang`` (the pod's gang: how many of its siblings run, what they hold and where,
+another partially placed gang holding what it needs, a deadlock: policies/pending/gangwait.py),
+``insufficient`` / ``fragmentation``, ``unhealthy-devices`` /
 ``device-plugin-down`` (including cordoned and NotReady GPU nodes the pod could otherwise use),
 ``idle-holders`` (with utilization data) and ``preemptible``.  A pod asking for an extended resource
 that Dynamic Resource Allocation serves gets ``dra-served`` instead of the counts, health, idle and
 preemption reasons, which all count device-plugin GPUs (policies/pending/dra.py).
+
+Workloads that have no pods to be Pending — held by Kueue, or refused by a ResourceQuota — are
+reported apart, in ``Diagnosis.workloads`` with ``queue`` and ``quota`` reasons
+(policies/pending/workloads.py).
 
 Pure: the caller passes the state, the static findings per pod and, optionally, GPU utilization
 per pod (from DCGM via Prometheus, converted to :class:`GpuUse`).
@@ -14,7 +20,7 @@ per pod (from DCGM via Prometheus, converted to :class:`GpuUse`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -24,10 +30,13 @@ from policies.pending import health
 from policies.pending.allocation import PoolSummary
 from policies.pending.events import SchedulerVerdict, scheduler_verdict
 from policies.pending.fit import FitAnalyser, FitReport
+from policies.pending.gangwait import GangAnalyser
 from policies.pending.objects import PodInfo
 from policies.pending.preemption import PreemptionAnalyser, PreemptionReport, holders_in_the_way
+from policies.pending.reasons import Reason
 from policies.pending.schedmsg import explain
 from policies.pending.state import ClusterState
+from policies.pending.workloads import QUEUE, QUOTA, WorkloadDiagnosis, diagnose_workloads
 from policies.wording import noun, plural
 
 GATED = "gated"
@@ -39,9 +48,11 @@ UNHEALTHY = health.UNHEALTHY
 PLUGIN_DOWN = health.PLUGIN_DOWN
 IDLE_HOLDERS = "idle-holders"
 PREEMPTIBLE = "preemptible"
+GANG = "gang"
 DRA_SERVED = fitmod.DRA_SERVED
-KINDS = (GATED, STATIC, SCHEDULER, DRA_SERVED, INSUFFICIENT, FRAGMENTATION, UNHEALTHY, PLUGIN_DOWN, IDLE_HOLDERS,
-         PREEMPTIBLE)
+KINDS = (GATED, STATIC, SCHEDULER, GANG, DRA_SERVED, INSUFFICIENT, FRAGMENTATION, UNHEALTHY, PLUGIN_DOWN,
+         IDLE_HOLDERS, PREEMPTIBLE)
+WORKLOAD_KINDS = (QUEUE, QUOTA)
 LIST_LIMIT = 5
 
 
@@ -52,22 +63,6 @@ class GpuUse:
     max_percent: float
     avg_percent: float
     samples: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Reason:
-    kind: str
-    message: str
-    nodes: tuple[str, ...] = ()
-    pods: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "message": self.message}
-        if self.nodes:
-            out["nodes"] = list(self.nodes)
-        if self.pods:
-            out["pods"] = list(self.pods)
-        return out
 
 
 @dataclass(slots=True)
@@ -101,9 +96,11 @@ class PoolView:
 class Diagnosis:
     pods: list[PodDiagnosis] = field(default_factory=list)
     pools: list[PoolView] = field(default_factory=list)
+    workloads: list[WorkloadDiagnosis] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"pods": [p.to_dict() for p in self.pods], "cluster": {"pools": [p.to_dict() for p in self.pools]}}
+        return {"pods": [p.to_dict() for p in self.pods], "workloads": [w.to_dict() for w in self.workloads],
+                "cluster": {"pools": [p.to_dict() for p in self.pools]}}
 
 
 def _names(items: Iterable[str], limit: int = LIST_LIMIT) -> tuple[str, ...]:
@@ -241,14 +238,17 @@ def diagnose(
     use: Mapping[tuple[str, str], GpuUse] | None = None,
     idle_threshold: float = 1.0,
     window_start: datetime | None = None,
+    workloads: Callable[[str], bool] | None = None,
 ) -> Diagnosis:
     """Reasons for ``pods`` (default: every pending GPU pod) and the per-pool summary.
 
     ``static`` maps ``namespace/name`` to the engine's finding messages for that pod; ``use`` maps
     (namespace, pod) to measured GPU utilization (None: no utilization data, no ``idle`` column);
-    with ``window_start``, only pods started before it can be idle holders.
+    with ``window_start``, only pods started before it can be idle holders.  ``workloads`` chooses
+    the namespaces whose workloads without pods are diagnosed (None: none).
     """
     fits, preemption = FitAnalyser(state), PreemptionAnalyser(state)
+    gangs = GangAnalyser(state, fits)
     issues_of = node_issues_of(state)
     chosen = list(state.pending_gpu_pods() if pods is None else pods)
     out = Diagnosis()
@@ -267,6 +267,9 @@ def diagnose(
             lines = explain(verdict.message)
             truncated = " (the event message was truncated)" if verdict.message.truncated else ""
             reasons.append(Reason(SCHEDULER, f"{where}{truncated}: " + "; ".join(lines)))
+        wait = gangs.analyse(pod)
+        if wait is not None:
+            reasons.append(Reason(GANG, wait.message, wait.nodes[:LIST_LIMIT], wait.pods[:LIST_LIMIT]))
         report = fits.analyse(pod)
         fit_reason = _fit_reason(report)
         if fit_reason:
@@ -298,4 +301,6 @@ def diagnose(
                 and _observed_whole_window(p, window_start)
             )
         out.pools.append(PoolView(pool, idle_gpus))
+    if workloads is not None:
+        out.workloads = diagnose_workloads(state, workloads)
     return out

@@ -21,6 +21,11 @@ from policies.pending.schedmsg import SchedulerMessage, parse
 from policies.shapes import as_dict
 
 FAILED_SCHEDULING = "FailedScheduling"
+# A controller that could not create a pod: the built-in controllers record "FailedCreate"
+# (kubernetes/kubernetes pkg/controller/controller_utils.go FailedCreatePodReason), the Kubeflow
+# training operator "FailedCreatePod" (kubeflow/training-operator pkg/controller.v1/control/
+# pod_control.go), both with the message "Error creating: <the API server's error>".
+FAILED_CREATE = ("FailedCreate", "FailedCreatePod")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,3 +119,42 @@ def scheduler_verdict(pod: PodInfo, events: EventIndex) -> SchedulerVerdict:
         newest = found[0]
         return SchedulerVerdict("event", newest.reason, parse(newest.message), newest.count, newest.last_seen)
     return SchedulerVerdict("none", cond.reason if cond else "", None)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerEvent:
+    """A FailedCreate event about a controller (a Job, a ReplicaSet, a PyTorchJob…), not a pod."""
+
+    namespace: str
+    kind: str
+    api_version: str
+    name: str
+    reason: str
+    message: str
+    count: int
+    last_seen: str
+
+
+def controller_event_from_object(obj: Mapping[str, Any]) -> ControllerEvent | None:
+    """A FailedCreate / FailedCreatePod event in either API shape; None for any other."""
+    reason = _s(obj.get("reason"))
+    if reason not in FAILED_CREATE:
+        return None
+    target = as_dict(obj.get("regarding")) or as_dict(obj.get("involvedObject"))
+    kind, name = _s(target.get("kind")), _s(target.get("name"))
+    if not kind or kind == "Pod" or not name:
+        return None
+    meta = as_dict(obj.get("metadata"))
+    series = as_dict(obj.get("series"))
+    last = (_s(series.get("lastObservedTime")) or _s(obj.get("lastTimestamp")) or _s(obj.get("deprecatedLastTimestamp"))
+            or _s(obj.get("eventTime")) or _s(obj.get("firstTimestamp")) or _s(meta.get("creationTimestamp")))
+    return ControllerEvent(
+        namespace=_s(target.get("namespace")) or _s(meta.get("namespace")) or "default",
+        kind=kind,
+        api_version=_s(target.get("apiVersion")),
+        name=name,
+        reason=reason,
+        message=_s(obj.get("note")) or _s(obj.get("message")),
+        count=_count(obj),
+        last_seen=last,
+    )

@@ -4,7 +4,10 @@ Built from plain API objects (``kubectl get nodes,pods,events,priorityclasses -A
 ``List``s or single objects; list items from the API server without ``kind`` can be passed per
 kind to :meth:`ClusterState.build`).  ``resource.k8s.io`` objects (DeviceClasses, ResourceSlices,
 ResourceClaims, ResourceClaimTemplates) become ``facts.dra``, so the engine's findings and the
-device-plugin counts know what DRA serves (policies/pending/dra.py).
+device-plugin counts know what DRA serves (policies/pending/dra.py).  For workloads without pods
+(policies/pending/workloads.py): ResourceQuotas, Kueue objects (Workloads, LocalQueues,
+ClusterQueues, ResourceFlavors, Cohorts), controllers (batch Jobs and ReplicaSets: a Job Kueue holds
+suspended, a ReplicaSet's ``ReplicaFailure`` condition) and FailedCreate events.
 """
 
 from __future__ import annotations
@@ -19,12 +22,21 @@ from policies.facts import ClusterFacts, RuntimeClassFacts, runtime_class_from_o
 from policies.karpenter import is_nodepool
 from policies.pending.allocation import DEFAULT_POOL_LABELS, ClusterAllocation, build_allocation
 from policies.pending.dra import mark_dra_gpus
-from policies.pending.events import EventIndex, SchedulingEvent, event_from_object
+from policies.pending.events import (
+    ControllerEvent,
+    EventIndex,
+    SchedulingEvent,
+    controller_event_from_object,
+    event_from_object,
+)
 from policies.pending.objects import NodeInfo, PodInfo, PodReader, PriorityClasses, node_info
+from policies.queue_facts import QueueFacts, is_kueue, queue_facts_from_objects
+from policies.quota_facts import QuotaFacts, is_resource_quota, quota_facts_from_objects
 from policies.resources import GpuResourceNames
 
 EVENT_KINDS = ("Event",)
 DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
+CONTROLLER_KINDS = (("batch", "Job"), ("apps", "ReplicaSet"), ("", "ReplicationController"))
 
 
 def flatten(objects: Iterable[Any]) -> Iterable[Mapping[str, Any]]:
@@ -39,6 +51,14 @@ def flatten(objects: Iterable[Any]) -> Iterable[Mapping[str, Any]]:
         yield obj
 
 
+def _controller(obj: Mapping[str, Any]) -> bool:
+    api_version = obj.get("apiVersion")
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else None
+    kind = obj.get("kind")
+    # an API list's items carry no apiVersion (gpuguard.kube.live sets the kind only)
+    return any(kind == k and group in (g, None) for g, k in CONTROLLER_KINDS)
+
+
 @dataclass(slots=True)
 class ClusterObjects:
     """Raw objects sorted by kind."""
@@ -50,6 +70,9 @@ class ClusterObjects:
     runtime_classes: list[Mapping[str, Any]] = field(default_factory=list)
     nodepools: list[Mapping[str, Any]] = field(default_factory=list)  # Karpenter: for the engine's facts
     dra: list[Mapping[str, Any]] = field(default_factory=list)  # resource.k8s.io objects (DRA_KINDS)
+    quotas: list[Mapping[str, Any]] = field(default_factory=list)  # ResourceQuotas
+    kueue: list[Mapping[str, Any]] = field(default_factory=list)  # kueue.x-k8s.io objects
+    controllers: list[Mapping[str, Any]] = field(default_factory=list)  # CONTROLLER_KINDS
     other: int = 0  # objects of other kinds, ignored
 
     def add(self, obj: Mapping[str, Any]) -> None:
@@ -68,6 +91,12 @@ class ClusterObjects:
             self.nodepools.append(obj)
         elif kind in DRA_KINDS and str(obj.get("apiVersion") or "").startswith(DRA_GROUP + "/"):
             self.dra.append(obj)
+        elif is_resource_quota(obj):
+            self.quotas.append(obj)
+        elif is_kueue(obj):
+            self.kueue.append(obj)
+        elif _controller(obj):
+            self.controllers.append(obj)
         else:
             self.other += 1
 
@@ -91,6 +120,10 @@ class ClusterState:
     _by_key: dict[str, PodInfo] = field(default_factory=dict, repr=False)
     # GPU resources DRA serves through a DeviceClass's extendedResourceName -> those classes
     dra_served: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    quotas: QuotaFacts | None = None  # the namespaces' ResourceQuotas (None: none in the input)
+    queues: QueueFacts | None = None  # Kueue's objects, Workloads included (None: none in the input)
+    controllers: tuple[Mapping[str, Any], ...] = ()  # batch Jobs, ReplicaSets, ReplicationControllers
+    failed_creates: tuple[ControllerEvent, ...] = ()  # FailedCreate events of controllers
 
     @classmethod
     def build(
@@ -113,8 +146,10 @@ class ClusterState:
         events: list[SchedulingEvent] = [e for e in map(event_from_object, objects.events) if e is not None]
         allocation = build_allocation(nodes, pods, reader.is_gpu, pool_labels)
         served = mark_dra_gpus(facts, allocation)
+        failed = tuple(e for e in map(controller_event_from_object, objects.events) if e is not None)
         return cls(nodes, pods, classes, allocation, facts, EventIndex(events), reader.is_gpu,
-                   {p.key: p for p in pods}, served)
+                   {p.key: p for p in pods}, served, quota_facts_from_objects(objects.quotas),
+                   queue_facts_from_objects(objects.kueue), tuple(objects.controllers), failed)
 
     @classmethod
     def from_objects(cls, objects: Iterable[Any], gpu_names: Callable[[str], bool] | None = None) -> ClusterState:

@@ -69,7 +69,7 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
 
 
 def relevant(ctx: WorkloadContext) -> bool:
-    return gang_of(ctx.obj, ctx.templates) is not None
+    return _placed_gang(ctx) is not None
 
 
 def _gpus(s: SetRooms, ctx: WorkloadContext) -> str:
@@ -116,7 +116,8 @@ def _fit_phrase(short: Shortfall) -> str:
     where = _where(short)
     one = places.startswith("1 ") and " and " not in places
     verb = "holds" if one else "hold"
-    return f"the {places} they fit {verb} at most {short.room} such pods at once" + (f" ({where})" if where else "")
+    held = plural(short.room, "such pod")
+    return f"the {places} they fit {verb} at most {held} at once" + (f" ({where})" if where else "")
 
 
 def _scale_up(short: Shortfall) -> str:
@@ -151,8 +152,15 @@ def _at(gang: Gang, short: Shortfall) -> str:
     return max(short.sets, key=lambda s: s.pod_set.count).pod_set.at()
 
 
-def check_workload(ctx: WorkloadContext) -> Iterator[Violation]:
+def _placed_gang(ctx: WorkloadContext) -> Gang | None:
+    """The gang whose pods must be placed at once (a queued Job is admitted at once, then placed
+    pod by pod: policies.gangs ``Gang.placed_together``)."""
     gang = gang_of(ctx.obj, ctx.templates)
+    return gang if gang is not None and gang.placed_together else None
+
+
+def check_workload(ctx: WorkloadContext) -> Iterator[Violation]:
+    gang = _placed_gang(ctx)
     if gang is None:
         return
     short = check_gang(gang, ctx.facts, ctx.is_gpu)
@@ -163,4 +171,5 @@ def check_workload(ctx: WorkloadContext) -> Iterator[Violation]:
         path=tuple(pointer.split(_at(gang, short))),
         anchor="object",
         severity=None if short.certain else Severity.WARNING,
+        scale_up=_scale_up(short),
     )

@@ -114,9 +114,15 @@ def _owned(obj: Mapping[str, Any]) -> bool:
 
 
 def _finding(
-    message: str, path: tuple[Any, ...] = LABEL_PATH, severity: Severity | None = Severity.WARNING
+    message: str, path: tuple[Any, ...] = LABEL_PATH, severity: Severity | None = Severity.WARNING,
+    scale_up: str = "",
 ) -> Violation:
-    return Violation(message=message, path=path, anchor="object", severity=severity)
+    return Violation(message=message, path=path, anchor="object", severity=severity, scale_up=scale_up)
+
+
+def _quota_bound(cq: ClusterQueue) -> str:
+    return (f"more nodes do not help: Kueue admits by ClusterQueue {cq.name}'s quota (nominal plus what it may "
+            "borrow), not by free nodes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,7 +349,8 @@ def check_workload(ctx: WorkloadContext) -> Iterator[Violation]:
                 spec_at = tuple(pointer.split(d.pod_set.pod.spec_pointer))
                 if ctx.is_gpu(r):
                     yield _finding(f"{where}: resource {r} unavailable in ClusterQueue {cq.name} (no resource group "
-                                   f"covers it): Kueue never admits pod set {d.pod_set.name}", spec_at, severity=None)
+                                   f"covers it): Kueue never admits pod set {d.pod_set.name}", spec_at, severity=None,
+                                   scale_up=_quota_bound(cq))
                     return
                 yield _finding(f"{where}: pod set {d.pod_set.name} requests {r}, which no resource group of "
                                f"ClusterQueue {cq.name} covers: Kueue refuses it unless its configuration excludes "
@@ -360,9 +367,13 @@ def check_workload(ctx: WorkloadContext) -> Iterator[Violation]:
         if problems and all(problems) and all("leads to no node" in p for p in problems if p):
             gpus = ", ".join(r for r in step.resources if ctx.is_gpu(r))
             at = tuple(pointer.split(step.demand.pod_set.pod.spec_pointer))
+            labels = sorted({f"{k}={v}" for f in step.group.flavors if (rf := queues.flavors.get(f.name)) is not None
+                             for k, v in rf.node_labels.items()})
+            on = f"labelled {', '.join(labels[:3])}" if labels else "its flavors select"
             yield _finding(f"{where}: no flavor of ClusterQueue {cq.name} for {gpus} leads to a GPU node for pod set "
                            f"{step.demand.pod_set.name} ({'; '.join(problems)}): Kueue admits the workload and its "
-                           "pods stay Pending", at, severity=None)
+                           "pods stay Pending", at, severity=None,
+                           scale_up=f"a scale-up helps only if it adds nodes {on} that offer {gpus}")
             return
     if _search(judge, steps) is not False:
         return
@@ -371,7 +382,7 @@ def check_workload(ctx: WorkloadContext) -> Iterator[Violation]:
         if reasons:
             yield _finding(f"Kueue never admits this workload ({where}): couldn't assign flavors to pod set "
                            f"{step.demand.pod_set.name}: {'; '.join(reasons)}",
-                           tuple(pointer.split(step.demand.pod_set.at())), severity=None)
+                           tuple(pointer.split(step.demand.pod_set.at())), severity=None, scale_up=_quota_bound(cq))
             return
     totals: dict[str, Fraction] = {}
     for d in demands:
@@ -386,4 +397,4 @@ def check_workload(ctx: WorkloadContext) -> Iterator[Violation]:
     biggest = max(demands, key=lambda d: d.count)
     yield _finding(f"Kueue never admits this workload ({where}): its {len(demands)} pod sets ask for {asked} in all, "
                    f"more than any assignment of flavors can hold at once (the ClusterQueue can reach {reach})",
-                   tuple(pointer.split(biggest.pod_set.at())), severity=None)
+                   tuple(pointer.split(biggest.pod_set.at())), severity=None, scale_up=_quota_bound(cq))

@@ -68,6 +68,10 @@ REMEDIATION = (
 OPTIONS: tuple[Option, ...] = ()
 
 
+def _scale_up(quota: Quota) -> str:
+    return f"more nodes do not help: ResourceQuota {quota.key} caps the namespace, however many GPUs are free"
+
+
 def check(ctx: RuleContext) -> Iterator[Violation]:
     """Pod templates are judged by the other rules; this rule judges whole workloads."""
     return iter(())
@@ -127,6 +131,7 @@ def _per_pod(ctx: WorkloadContext, quota: Quota, pod: PodTemplate) -> Iterator[V
             path=_site(pod, resource),
             anchor="object",
             severity=None if certain else Severity.WARNING,
+            scale_up=_scale_up(quota),
         )
     pods = quota.pod_limit()
     if pods is not None and pods[1] < 1:
@@ -136,6 +141,7 @@ def _per_pod(ctx: WorkloadContext, quota: Quota, pod: PodTemplate) -> Iterator[V
             path=tuple(pointer.split(pod.spec_pointer)),
             anchor="object",
             severity=None if certain else Severity.WARNING,
+            scale_up=_scale_up(quota),
         )
 
 
@@ -194,6 +200,7 @@ def _gang(ctx: WorkloadContext, quota: Quota, gang: Gang) -> Iterator[Violation]
             path=tuple(pointer.split(gang.at())),
             anchor="object",
             severity=severity,
+            scale_up=_scale_up(quota),
         )
     pods = quota.pod_limit()
     need_pods = gang.need if all_counted else sum(p.need for p in counted)
@@ -207,6 +214,7 @@ def _gang(ctx: WorkloadContext, quota: Quota, gang: Gang) -> Iterator[Violation]
             path=tuple(pointer.split(gang.at())),
             anchor="object",
             severity=severity,
+            scale_up=_scale_up(quota),
         )
 
 

@@ -102,6 +102,10 @@ def test_rbac_reads_only_cluster_facts() -> None:
             ("", "nodes"), ("node.k8s.io", "runtimeclasses"), ("karpenter.sh", "nodepools"),
             *(("resource.k8s.io", r) for r in ("deviceclasses", "resourceslices", "resourceclaims",
                                                 "resourceclaimtemplates")),
+            # the whole-job rules: webhook/live_facts.py RESOURCE_QUOTAS and KUEUE_RESOURCES
+            ("", "resourcequotas"),
+            *(("kueue.x-k8s.io", r) for r in ("localqueues", "clusterqueues", "resourceflavors", "cohorts")),
+            # what KServe merges under its pods: webhook/live_facts.py KSERVE_RESOURCES
             *(("serving.kserve.io", r) for r in ("servingruntimes", "clusterservingruntimes",
                                                   "llminferenceserviceconfigs")),
         )
@@ -115,6 +119,20 @@ def test_rbac_reads_only_cluster_facts() -> None:
         {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": account["metadata"]["namespace"]}
     ]
     assert one("Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == account["metadata"]["name"]
+
+
+def test_rbac_grants_what_the_live_facts_watch() -> None:
+    """Every resource webhook/live_facts.py runs a reflector for is granted get/list/watch."""
+    from webhook.live_facts import WATCHED
+
+    groups = {"CoreV1Api": "", "NodeV1Api": "node.k8s.io"}
+    granted = {(group, resource, verb) for rule in one("ClusterRole")["rules"] for group in rule["apiGroups"]
+               for resource in rule["resources"] for verb in rule["verbs"]}
+    for resource in WATCHED:
+        group = dict(resource.arguments).get("group", groups.get(resource.api))
+        assert group is not None, resource.name
+        for verb in ("get", "list", "watch"):
+            assert (group, resource.name, verb) in granted, (group, resource.name, verb)
 
 
 def test_policy_config_is_valid() -> None:
@@ -243,6 +261,22 @@ def test_webhook_rules_cover_exactly_the_extractor_kinds(kind: str, webhook: dic
     assert covered == expected
 
 
+# The parents of gangs (policies/gangs.py): their CREATE must reach /validate for the whole-job rules.
+GANG_PARENTS = (("kubeflow.org", "pytorchjobs", "v1"), ("kubeflow.org", "tfjobs", "v1"),
+                ("kubeflow.org", "mpijobs", "v2beta1"), ("kubeflow.org", "jaxjobs", "v1"),
+                ("trainer.kubeflow.org", "trainjobs", "v1alpha1"), ("jobset.x-k8s.io", "jobsets", "v1alpha2"),
+                ("leaderworkerset.x-k8s.io", "leaderworkersets", "v1"), ("batch.volcano.sh", "jobs", "v1alpha1"),
+                ("ray.io", "rayclusters", "v1"), ("batch", "jobs", "v1"))
+
+
+@pytest.mark.parametrize(("group", "resource", "version"), GANG_PARENTS)
+def test_the_validating_webhook_is_sent_the_create_of_every_gang_parent(group: str, resource: str,
+                                                                        version: str) -> None:
+    (validating,) = [w for kind, w in webhooks() if kind == "ValidatingWebhookConfiguration"]
+    assert any(group in r["apiGroups"] and resource in r["resources"] and version in r["apiVersions"]
+               and "CREATE" in r["operations"] for r in validating["rules"])
+
+
 def test_both_webhooks_select_the_same_objects() -> None:
     (_, mutating), (_, validating) = sorted(webhooks(), key=lambda kw: kw[0])
     for key in ("rules", "matchConditions", "namespaceSelector"):
@@ -295,6 +329,19 @@ def gpu_fixtures() -> dict[str, dict[str, Any]]:
         "pytorchjob": obj("kubeflow.org/v1", "PyTorchJob", {"pytorchReplicaSpecs": {
             "Master": {"replicas": 1, "template": template(pod_spec(container()))},
             "Worker": {"replicas": 2, "template": template(gpu_pod)},
+        }}),
+        # the parents of gangs the whole-job rules judge at CREATE (tests/webhook/test_whole_job_admission.py)
+        "jobset": obj("jobset.x-k8s.io/v1alpha2", "JobSet", {"replicatedJobs": [{"name": "workers", "replicas": 2,
+                      "template": {"spec": {"parallelism": 7, "completions": 7, "template": template(gpu_pod)}}}]}),
+        "leaderworkerset": obj("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", {"replicas": 1,
+                               "leaderWorkerTemplate": {"size": 14, "workerTemplate": template(gpu_pod)}}),
+        "job-kueue-queued": {**obj("batch/v1", "Job", {"parallelism": 4, "completions": 4, "suspend": True,
+                                                        "template": template(gpu_pod)}),
+                             "metadata": {"name": "x", "namespace": "ml",
+                                          "labels": {"kueue.x-k8s.io/queue-name": "team-a"}}},
+        "mpijob": obj("kubeflow.org/v2beta1", "MPIJob", {"mpiReplicaSpecs": {
+            "Launcher": {"replicas": 1, "template": template(pod_spec(container()))},
+            "Worker": {"replicas": 4, "template": template(gpu_pod)},
         }}),
         "raycluster-gpu-worker": obj("ray.io/v1", "RayCluster", {
             "headGroupSpec": {"rayStartParams": {}, "template": template(pod_spec(container("ray-head")))},

@@ -1,5 +1,5 @@
 """The Helm chart grants the webhook the same read-only cluster-fact permissions as deploy/rbac.yaml,
-DRA's resource.k8s.io objects included (rendered with the real helm)."""
+DRA's resource.k8s.io objects, ResourceQuotas and Kueue's queues included (rendered with the real helm)."""
 
 from __future__ import annotations
 
@@ -25,3 +25,7 @@ def test_the_chart_role_reads_what_the_kustomize_role_reads(tmp_path: Path) -> N
     assert chart == kustomize
     assert {r for g, r, _ in chart if g == "resource.k8s.io"} == {
         "deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates"}
+    assert {r for g, r, _ in chart if g == "kueue.x-k8s.io"} == {
+        "localqueues", "clusterqueues", "resourceflavors", "cohorts"}
+    assert {(g, r, v) for g, r, v in chart if r == "resourcequotas"} == {
+        ("", "resourcequotas", v) for v in ("get", "list", "watch")}

@@ -94,7 +94,8 @@ def test_audit_reports_hold(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
 def why_pending_reports(tmp_path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     dump = write_dump(objects(), tmp_path / "cluster.json", "json")
     for label, argv in (("all", ["-A"]), ("ml", ["-n", "ml"]), ("named", ["-n", "ml", "big-train", "gated"]),
-                        ("example", ["-A", "--dump", str(EXAMPLES / "pending-dump.yaml")])):
+                        ("example", ["-A", "--dump", str(EXAMPLES / "pending-dump.yaml")]),
+                        ("whole-jobs", ["-A", "--dump", str(EXAMPLES / "pending-gangs-dump.yaml")])):
         full = argv if "--dump" in argv else [*argv, "--dump", str(dump)]
         done = gpuguard("why-pending", *full, "--format", "json")
         assert done.code == 0, done.stderr
@@ -108,9 +109,11 @@ def test_why_pending_reports_hold(tmp_path: Path) -> None:
         errors = sorted(check.iter_errors(report), key=lambda e: list(e.path))
         assert not errors, (label, errors[0].message, list(errors[0].path))
         kinds |= {r["kind"] for p in report["pods"] for r in p["reasons"]}
-    assert len(kinds) >= 6
+        kinds |= {r["kind"] for w in report["workloads"] for r in w["reasons"]}
+    assert len(kinds) >= 6 and {"gang", "queue", "quota"} <= kinds
     # the schema names exactly the reasons the engine knows
-    assert set(load("why-pending-report")["$defs"]["reason"]["properties"]["kind"]["enum"]) == set(dg.KINDS)
+    assert set(load("why-pending-report")["$defs"]["reason"]["properties"]["kind"]["enum"]) == {
+        *dg.KINDS, *dg.WORKLOAD_KINDS}
 
 
 def _objects_with_properties(schema: Any, where: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
@@ -142,6 +145,11 @@ def _mutations(report: dict[str, Any], name: str) -> Iterator[tuple[str, dict[st
         yield changed("unknown reason kind", lambda d: d["pods"][0]["reasons"][0].update(kind="vibes"))
         yield changed("pool without free", lambda d: d["cluster"]["pools"][0].pop("free"))
         yield changed("negative allocatable", lambda d: d["cluster"]["pools"][0].update(allocatable=-1))
+        yield changed("no workloads", lambda d: d.pop("workloads"))
+        yield changed("workload without a kind", lambda d: d["workloads"].append({"name": "j", "namespace": "ml",
+                                                                                 "reasons": []}))
+        yield changed("workload with no reason", lambda d: d["workloads"].append(
+            {"name": "j", "namespace": "ml", "kind": "Job", "reasons": []}))
         return
     yield changed("summary without by_severity", lambda d: d["summary"].pop("by_severity"))
     yield changed("count as a string", lambda d: d["summary"]["by_severity"].update(error="1"))

@@ -13,7 +13,8 @@ from tests.support.paths import FIXTURES
 ADMISSION = FIXTURES / "admission"
 PLURALS = {"Pod": "pods", "Deployment": "deployments", "Job": "jobs", "PyTorchJob": "pytorchjobs",
            "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates",
-           "PodTemplate": "podtemplates", "Workspace": "workspaces", "DaemonSet": "daemonsets"}
+           "PodTemplate": "podtemplates", "Workspace": "workspaces", "DaemonSet": "daemonsets", "JobSet": "jobsets",
+           "LeaderWorkerSet": "leaderworkersets", "TFJob": "tfjobs", "MPIJob": "mpijobs"}
 OPTIONS = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
 # What the ServiceAccount admission plugin adds to a pod before any webhook sees it: a projected
 # token volume named kube-api-access-<5 random characters>, mounted in every container (kubernetes

@@ -9,7 +9,8 @@ Namespaced resources (pods, events, workloads) are served cluster-wide (``/api/v
 ``/apis/apps/v1/deployments``) and per namespace (``/api/v1/namespaces/NS/pods``), keyed
 ``namespace/name``, and honour equality field selectors (``a.b=c``, ``a.b==c``, ``a.b!=c``,
 comma-separated) on the fields the API server supports for them; an unsupported field is a 400, as
-the API server answers.  Lists honour equality label selectors (``labelSelector=k=v``).
+the API server answers.  Lists honour equality and existence label selectors (``labelSelector=k=v``,
+``labelSelector=k``).
 
 Discovery is served as the API server serves it (k8s.io/apimachinery pkg/apis/meta/v1 types.go):
 ``/api`` (APIVersions), ``/api/v1`` and ``/apis/GROUP/VERSION`` (APIResourceList with name, kind,
@@ -46,6 +47,7 @@ PATHS: dict[str, str] = {
     "/apis/resource.k8s.io/v1/resourceslices": "resourceslices",
     "/apis/resource.k8s.io/v1/resourceclaims": "resourceclaims",
     "/apis/resource.k8s.io/v1/resourceclaimtemplates": "resourceclaimtemplates",
+    "/api/v1/resourcequotas": "resourcequotas",
 }
 # Workload kinds (for the audit), a CRD kind among them, and the policy report kinds:
 # resource -> (group, version, kind, namespaced).
@@ -65,10 +67,20 @@ MORE_RESOURCES: dict[str, tuple[str, str, str, bool]] = {
     "servingruntimes": ("serving.kserve.io", "v1alpha1", "ServingRuntime", True),
     "clusterservingruntimes": ("serving.kserve.io", "v1alpha1", "ClusterServingRuntime", False),
     "llminferenceserviceconfigs": ("serving.kserve.io", "v1alpha2", "LLMInferenceServiceConfig", True),
+    # Kueue (kueue.x-k8s.io v1beta2), CRDs: absent until a test installs them.
+    "localqueues": ("kueue.x-k8s.io", "v1beta2", "LocalQueue", True),
+    "clusterqueues": ("kueue.x-k8s.io", "v1beta2", "ClusterQueue", False),
+    "resourceflavors": ("kueue.x-k8s.io", "v1beta2", "ResourceFlavor", False),
+    "cohorts": ("kueue.x-k8s.io", "v1beta2", "Cohort", False),
+    "workloads": ("kueue.x-k8s.io", "v1beta2", "Workload", True),
+    # JobSet and LeaderWorkerSet, CRDs too
+    "jobsets": ("jobset.x-k8s.io", "v1alpha2", "JobSet", True),
+    "leaderworkersets": ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", True),
 }
+KUEUE_RESOURCES = ("localqueues", "clusterqueues", "resourceflavors", "cohorts", "workloads")
 for _res, (_group, _version, _kind, _ns) in MORE_RESOURCES.items():
     PATHS[f"/apis/{_group}/{_version}/{_res}"] = _res
-NAMESPACED = frozenset({"pods", "events", "resourceclaims", "resourceclaimtemplates",
+NAMESPACED = frozenset({"pods", "events", "resourceclaims", "resourceclaimtemplates", "resourcequotas",
                         *(r for r, info in MORE_RESOURCES.items() if info[3])})
 # Dynamic Resource Allocation (resource.k8s.io/v1): served only when a test asks for them.
 DRA_RESOURCES = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
@@ -85,6 +97,7 @@ TYPE_META: dict[str, dict[str, str]] = {
     "resourceslices": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice"},
     "resourceclaims": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"},
     "resourceclaimtemplates": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"},
+    "resourcequotas": {"apiVersion": "v1", "kind": "ResourceQuota"},
 }
 LIST_META: dict[str, dict[str, str]] = {
     "nodes": {"apiVersion": "v1", "kind": "NodeList"},
@@ -97,6 +110,7 @@ LIST_META: dict[str, dict[str, str]] = {
     "resourceslices": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSliceList"},
     "resourceclaims": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimList"},
     "resourceclaimtemplates": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplateList"},
+    "resourcequotas": {"apiVersion": "v1", "kind": "ResourceQuotaList"},
 }
 for _res, (_group, _version, _kind, _ns) in MORE_RESOURCES.items():
     TYPE_META[_res] = {"apiVersion": f"{_group}/{_version}", "kind": _kind}
@@ -104,7 +118,8 @@ for _res, (_group, _version, _kind, _ns) in MORE_RESOURCES.items():
 ALL_RESOURCES = tuple(r for r in TYPE_META if r not in DRA_RESOURCES)
 # Resources of CRDs: answered with 404 until the test "installs" the CRD (``absent.discard``).
 OPTIONAL = frozenset({"nodepools", "pytorchjobs", "policyreports", "clusterpolicyreports", "reports",
-                      "clusterreports", "servingruntimes", "clusterservingruntimes", "llminferenceserviceconfigs"})
+                      "clusterreports", "jobsets", "leaderworkersets", *KUEUE_RESOURCES,
+                      "servingruntimes", "clusterservingruntimes", "llminferenceserviceconfigs"})
 KSERVE_RESOURCES = ("servingruntimes", "clusterservingruntimes", "llminferenceserviceconfigs")
 VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 # Field selectors the API server accepts per resource (pkg/registry/core/pod/strategy.go
@@ -140,6 +155,15 @@ def parse_field_selector(resource: str, text: str) -> list[tuple[str, str, bool]
             return f'field label not supported: "{key}"'
         terms.append((key, value, equal))
     return terms
+
+
+def _labels_match(labels: dict[str, Any], selector: str) -> bool:
+    """Equality (``k=v``) and existence (``k``) terms of a label selector, comma-separated."""
+    for term in filter(None, selector.split(",")):
+        key, equal, value = term.partition("=")
+        if (labels.get(key) != value) if equal else (key not in labels):
+            return False
+    return True
 
 
 def _key(resource: str, obj: dict[str, Any]) -> str:
@@ -335,9 +359,7 @@ class FakeApiServer:
                     continue
                 if any((_field(stored, k) == v) != eq for k, v, eq in terms):
                     continue
-                labels = stored["metadata"].get("labels") or {}
-                if any(labels.get(k) != v for k, _, v in (t.partition("=") for t in filter(None,
-                                                                                         label_selector.split(",")))):
+                if not _labels_match(stored["metadata"].get("labels") or {}, label_selector):
                     continue
                 matching.append(stored)
             start = int(token) if token else 0
@@ -558,7 +580,8 @@ def make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             resource, namespace = self._route(url.path)
             if resource is not None and resource in api.absent:
                 with api.cond:
-                    api.list_calls[resource] = api.list_calls.get(resource, 0) + 1  # counted: tests wait for a recheck
+                    if resource in api.list_calls:  # counted, so tests can wait for a recheck
+                        api.list_calls[resource] += 1
                 resource = None
             if resource is None or resource not in api.served:
                 self._json(404, {"kind": "Status", "code": 404, "status": "Failure", "reason": "NotFound"})

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from gpuguard.sources.configmodel import load_config
@@ -90,7 +90,12 @@ def test_every_warning_fits_names_its_rule_and_leads_with_its_reason(example_fac
             head = f"{prefix}{f.rule}: "
             assert len(text) <= LIMIT and text.startswith(head), text
             body = text[len(head):]
-            if body != f.message:
+            if f.scale_up and body != f.message:  # the reason, then what a scale-up could change
+                cut += 1
+                kept = body.rpartition("; ")[2]
+                assert kept == f.scale_up or (kept.endswith(admission.ELLIPSIS)
+                                              and f.scale_up.startswith(kept[:-1].rstrip(" ,;:—-(["))), text
+            elif body != f.message:
                 cut += 1
                 assert len(head + f.message) > LIMIT
                 assert body.endswith(admission.ELLIPSIS) or f"({admission.ELLIPSIS})" in body, text
@@ -262,3 +267,56 @@ def test_mutating_warnings_keep_to_their_budget() -> None:
     assert answer["patch"] and sum(map(len, warnings)) <= admission.MUTATING_WARNING_BUDGET
     assert warnings[0] == "gpuguard fixed gpu-limit-missing at spec.containers[0].resources.requests[nvidia.com/gpu]"
     assert warnings[-1] == f"gpuguard: {31 - len(warnings)} more warnings (run `gpuguard lint` on the manifest)"
+
+
+def whole_job_finding(message: str, scale_up: str) -> Finding:
+    return Finding(rule="gpu-gang-unschedulable", severity=Severity.WARNING, message=message, path="/spec",
+                   remediation="Run fewer pods together.", kind="PyTorchJob", name="train", namespace="ml",
+                   scale_up=scale_up)
+
+
+@settings(max_examples=200, deadline=None)
+@given(reason=st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=300),
+       where=st.text(min_size=0, max_size=300), scale_up=st.text(min_size=1, max_size=300),
+       prefix=st.sampled_from(PREFIXES))
+def test_a_whole_job_warning_keeps_its_reason_and_its_scale_up(reason: str, where: str, scale_up: str,
+                                                                prefix: str) -> None:
+    reason, scale_up = reason.replace("; ", ", "), scale_up.replace("; ", ", ")
+    finding = whole_job_finding(f"{reason}; {where}", scale_up)
+    scale_up = finding.scale_up  # made printable
+    assume(not finding.message.endswith(f"; {scale_up}"))  # a message that says it already is kept whole
+    warning = admission.short_warning(finding, prefix)
+    assert len(warning) <= LIMIT
+    head = f"{prefix}gpu-gang-unschedulable: "
+    assert warning.startswith(head)
+    body = warning[len(head):]
+    if len(f"{finding.message}; {scale_up}") <= LIMIT - len(head):
+        assert body == f"{finding.message}; {scale_up}"
+    else:  # the scale-up survives (whole, or its start), after the start of the reason
+        kept = body.rpartition("; ")[2]
+        assert kept == scale_up or (kept.endswith(admission.ELLIPSIS) and len(kept) > 1)
+
+
+def test_a_whole_job_warning_drops_the_middle_clause_first() -> None:
+    reason = "16 pods × 8 nvidia.com/gpu must run together (all replicas of a PyTorchJob)"
+    where = "the 12 nodes they fit hold at most 12 such pods at once (" + "h100, " * 40 + ")"
+    scale_up = "4 more such pods need room on nodes of that kind (add nodes, or a pool that can create them)"
+    warning = admission.short_warning(whole_job_finding(f"{reason}; {where}; {scale_up}", scale_up))
+    assert warning == f"gpu-gang-unschedulable: {reason}; {scale_up}"
+
+
+@pytest.mark.parametrize(("operation", "owner", "judged"), [
+    ("CREATE", None, True),
+    ("CREATE", {"kind": "JobSet", "name": "x", "uid": "u", "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "controller": True}, False),
+    ("CREATE", {"kind": "ConfigMap", "name": "x", "uid": "u", "apiVersion": "v1"}, True),  # not a controller
+    ("UPDATE", None, False),
+])
+def test_whole_jobs_are_judged_at_the_create_of_what_no_controller_owns(
+    operation: str, owner: dict[str, Any] | None, judged: bool
+) -> None:
+    obj: dict[str, Any] = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "ml"}}
+    if owner is not None:
+        obj["metadata"]["ownerReferences"] = [owner]
+    req = admission.parse_review(orjson.dumps(review(operation, obj, obj if operation == "UPDATE" else None)))
+    assert admission.whole_jobs_judged(req) is judged

@@ -2,7 +2,7 @@
 
 A random sequence of watch events (GFD relabels, heartbeats, taints, cordons, label and
 allocatable changes, nodes joining and leaving, DRA claims allocated and released, ResourceSlices
-published and withdrawn, RuntimeClasses) is fed to ``LiveFacts`` as its reflectors feed it, with
+published and withdrawn, RuntimeClasses, ResourceQuotas edited, their status updated and deleted) is fed to ``LiveFacts`` as its reflectors feed it, with
 snapshots published at random points.  At every publish point, probe pods are evaluated on the
 incremental snapshot (warming memos that later snapshots inherit) and on ``ClusterFacts`` built
 afresh from the same objects: findings, skipped rules and patches must be identical.
@@ -26,6 +26,8 @@ from policies import Config, evaluate
 from policies.dra.facts import DraFacts
 from policies.dra.reading import DraObjects
 from policies.facts import ClusterFacts
+from policies.queue_facts import QueueFacts
+from policies.quota_facts import QuotaFacts
 from tests.support.cluster_objects import GPU_TOLERATION, node
 from tests.support.fake_apiserver import FakeApiServer, gpu_node, serving
 from tests.support.fake_apiserver import runtime_class as runtime_class_obj
@@ -92,6 +94,7 @@ EVENTS = st.one_of(
     st.tuples(st.just("claim"), st.sampled_from(CLAIM_NAMES), st.sampled_from(("allocate", "release", "delete"))),
     st.tuples(st.just("slice"), st.sampled_from(("drop", "restore"))),
     st.tuples(st.just("runtimeclass"), st.booleans()),
+    st.tuples(st.just("quota"), st.sampled_from(("4", "8", "16", "64", "status", "delete"))),
     st.just(("publish",)),
 )
 
@@ -100,9 +103,8 @@ class Cluster:
     """The API server's objects (the truth) and a LiveFacts fed as its reflectors would feed it."""
 
     def __init__(self) -> None:
-        self.objects: dict[str, dict[str, dict[str, Any]]] = {r: {} for r in RESOURCE_OF.values()}
-        self.objects["nodepools"] = {}
         self.live = LiveFacts(lambda: None)
+        self.objects: dict[str, dict[str, dict[str, Any]]] = {r.resource.name: {} for r in self.live._reflectors}
         self.reflectors = {r.resource.name: r for r in self.live._reflectors}
         self.removed_slices: list[dict[str, Any]] = []
         self.tick = 1764500000
@@ -186,6 +188,25 @@ class Cluster:
                 self.put("runtimeclasses", runtime_class())
             else:
                 self.delete("runtimeclasses", "nvidia")
+        elif kind == "quota":
+            self._quota(event[1])
+
+    def _quota(self, what: str) -> None:
+        key = "team-a/gpus"
+        if what == "delete":
+            self.delete("resourcequotas", key)
+            return
+        found = self.objects["resourcequotas"].get(key)
+        if what == "status":  # the quota controller recounting: nothing a rule judges by
+            if found is None:
+                return
+            obj = copy.deepcopy(found)
+            self.tick += 1
+            obj["status"] = {"used": {"requests.nvidia.com/gpu": str(self.tick % 9)}}
+        else:
+            obj = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpus", "namespace": "team-a"},
+                   "spec": {"hard": {"requests.nvidia.com/gpu": what}}}
+        self.put("resourcequotas", obj)
 
     def _claim(self, name: str, what: str) -> None:
         key = f"team-a/{name}"
@@ -230,7 +251,9 @@ class Cluster:
         dra_parts = [tuple(v for _, v in sorted(converted[r].items())) for r in
                      ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")]
         dra = DraFacts(DraObjects(*dra_parts), True)
-        return ClusterFacts(nodes=nodes, runtime_classes=dict(converted["runtimeclasses"]), source="live", dra=dra)
+        quotas = QuotaFacts.of(converted["resourcequotas"].values())
+        return ClusterFacts(nodes=nodes, runtime_classes=dict(converted["runtimeclasses"]), source="live", dra=dra,
+                            quotas=quotas, queues=QueueFacts.of())
 
 
 # --- probes --------------------------------------------------------------------------------------
@@ -248,7 +271,7 @@ def pod(name: str, namespace: str = "team-a", **spec: Any) -> dict[str, Any]:
     }
 
 
-PROBES = (
+PROBES: tuple[dict[str, Any], ...] = (
     pod("plain"),
     pod("h100", nodeSelector={"pool": "h100"}),
     pod("spare", nodeSelector={"pool": "spare"}),
@@ -265,6 +288,10 @@ PROBES = (
                      "resources": {"claims": [{"name": "gpu"}]}}]),
     pod("mig", "gpu-test4", resourceClaims=[{"name": "mig", "resourceClaimTemplateName": "mig-devices"}],
         containers=[{"name": "ctr", "image": "ubuntu:22.04", "resources": {"claims": [{"name": "mig"}]}}]),
+    # a gang: 3 workers × 4 GPUs, against the nodes and the namespace's quota
+    {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "gang", "namespace": "team-a"},
+     "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 3, "template": {"spec": pod(
+         "w", container={"resources": {"limits": {"nvidia.com/gpu": "4"}}})["spec"]}}}}},
 )
 
 
@@ -309,6 +336,11 @@ def test_the_probes_see_what_changes() -> None:
     after = dict((v[0], v[1]) for v in verdicts(cluster.live.current()))
     assert before["h100"] != after["h100"]
     assert any("maintenance" in f[3] for f in after["h100"])
+    cluster.apply(("quota", "8"))  # 12 GPUs the gang needs at once, 8 in the namespace's quota
+    cluster.live._publish()
+    quota = dict((v[0], v[1]) for v in verdicts(cluster.live.current()))
+    assert not any(f[0] == "gpu-quota-exceeded" for f in after["gang"])
+    assert any(f[0] == "gpu-quota-exceeded" for f in quota["gang"])
 
 
 # --- over HTTP: the kubernetes client against the in-process API server ---------------------------

@@ -48,7 +48,7 @@ def test_every_dump_shape_gives_the_same_report(capsys: pytest.CaptureFixture[st
 
 def test_json_is_the_issues_shape(capsys: pytest.CaptureFixture[str], dumps: dict[str, Path]) -> None:
     doc = as_json(capsys, "--dump", str(dumps["json"]), "-A")
-    assert set(doc) == {"pods", "cluster"} and set(doc["cluster"]) == {"pools"}
+    assert set(doc) == {"pods", "workloads", "cluster"} and set(doc["cluster"]) == {"pools"}
     for p in doc["pods"]:
         assert set(p) == {"name", "namespace", "gpus", "reasons"}
         kinds = [r["kind"] for r in p["reasons"]]

@@ -12,7 +12,14 @@ import pytest
 import yaml
 
 from tests.support.cluster_objects import core_event
-from tests.support.fake_apiserver import ALL_RESOURCES, DRA_RESOURCES, FakeApiServer, nodepool, serving
+from tests.support.fake_apiserver import (
+    ALL_RESOURCES,
+    DRA_RESOURCES,
+    KUEUE_RESOURCES,
+    FakeApiServer,
+    nodepool,
+    serving,
+)
 from tests.support.paths import ROOT
 from tests.support.proc import Run, gpuguard
 from tests.support.prometheus import free_port
@@ -24,7 +31,8 @@ RESOURCE_OF = {"Node": "nodes", "Pod": "pods", "Event": "events", "PriorityClass
                "RuntimeClass": "runtimeclasses", "NodePool": "nodepools"}
 GROUP_OF = {"nodes": "", "pods": "", "events": "", "priorityclasses": "scheduling.k8s.io",
             "runtimeclasses": "node.k8s.io", "nodepools": "karpenter.sh",
-            **dict.fromkeys(DRA_RESOURCES, "resource.k8s.io")}
+            **dict.fromkeys(DRA_RESOURCES, "resource.k8s.io"), "resourcequotas": "", "jobs": "batch",
+            **dict.fromkeys(KUEUE_RESOURCES, "kueue.x-k8s.io")}
 
 
 def api_view(parts: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
@@ -112,6 +120,7 @@ def test_karpenter_nodepools_are_listed_when_installed(api: FakeApiServer, tmp_p
 
 def test_the_optional_rbac_grants_exactly_what_is_listed(api: FakeApiServer, tmp_path: Path) -> None:
     api.absent.discard("nodepools")
+    api.absent.difference_update(KUEUE_RESOURCES)
     config = kubeconfig(tmp_path / "kubeconfig", api.port)
     assert why_pending("--kubeconfig", str(config), "-A").code == 0
     requested = {(GROUP_OF[r], r, "list") for r, _, _ in api.list_queries}

@@ -104,14 +104,16 @@ def test_pods_forbidden_everywhere_is_an_error(api: FakeApiServer) -> None:
 
 
 def test_optional_lists_become_notes(api: FakeApiServer) -> None:
-    api.forbidden.add("priorityclasses")
-    api.fail_lists["events"] = 5
+    api.forbidden.update({"priorityclasses", "resourcequotas"})
+    api.fail_lists["events"] = 3  # FailedScheduling, FailedCreate and FailedCreatePod events
     with api_client(api) as c:
         listing = list_cluster(c)
     assert listing.objects.priority_classes == [] and listing.objects.events == []
-    assert len(listing.notes) == 2
+    assert len(listing.notes) == 5, listing.notes
     assert any(n.startswith("PriorityClasses not listed") and "forbidden" in n for n in listing.notes)
-    assert any(n.startswith("FailedScheduling events not listed") and "etcd unavailable" in n for n in listing.notes)
+    assert any(n.startswith("ResourceQuotas not listed") and "forbidden" in n for n in listing.notes)
+    for reason in ("FailedScheduling", "FailedCreate", "FailedCreatePod"):
+        assert any(n.startswith(f"{reason} events not listed") and "etcd unavailable" in n for n in listing.notes)
 
 
 def test_server_errors_on_nodes_are_reported(api: FakeApiServer) -> None:

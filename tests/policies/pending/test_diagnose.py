@@ -73,7 +73,7 @@ def test_health_preemption_and_waiting(state: ClusterState) -> None:
 
 def test_json_shape_matches_the_issue(state: ClusterState) -> None:
     doc = diagnose(state, use=USE).to_dict()
-    assert set(doc) == {"pods", "cluster"}
+    assert set(doc) == {"pods", "workloads", "cluster"}
     first = doc["pods"][0]
     assert set(first) == {"name", "namespace", "gpus", "reasons"}
     assert all(set(r) <= {"kind", "message", "nodes", "pods"} and r["kind"] in dg.KINDS
