@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from policies.dra.facts import DraInputs
     from policies.facts import ClusterFacts
     from policies.images import ImageFacts
+    from policies.kserve import KServeView
 
 FORMATS = ("text", "json", "sarif", "github")
 LEVELS = ("error", "warning", "info")
@@ -126,6 +127,7 @@ def _fix(
     facts: ClusterFacts,
     images: ImageFacts | None,
     dra_inputs: DraInputs | None = None,
+    kserve: KServeView | None = None,
 ) -> tuple[str | None, FileResult]:
     """(fixed text, its lint result), or (None, original result) when nothing was fixed."""
     from gpuguard.sources.yamlsafe import InputError
@@ -140,7 +142,7 @@ def _fix(
         return None, result
     if new_text is None:
         return None, result
-    after = lint_text(new_text, item.name, config, facts, images, fixes=True, dra_inputs=dra_inputs)
+    after = lint_text(new_text, item.name, config, facts, images, fixes=True, dra_inputs=dra_inputs, kserve=kserve)
     leftover = after.patches()
     # Input errors the file had already (an unrendered placeholder, a misshapen object elsewhere)
     # are reported either way; only errors the fixes would bring in stop them.
@@ -164,6 +166,7 @@ class _Run:
     report: Report
     images: ImageFacts | None = None
     dra_inputs: DraInputs | None = None  # the DRA objects of every input (gpuguard.sources.dra_inputs)
+    kserve: KServeView | None = None  # the KServe objects of every input (gpuguard.sources.kserve_inputs)
     stdin_fixed: list[str] = field(default_factory=list)
     diff: list[str] = field(default_factory=list)
 
@@ -174,7 +177,7 @@ class _Run:
         fixing = bool(args.fix or args.diff)
         result = lint_text(
             source.text, item.name, self.config, self.facts, self.images,
-            fixes=fixing, excerpts=args.format == "text", dra_inputs=self.dra_inputs,
+            fixes=fixing, excerpts=args.format == "text", dra_inputs=self.dra_inputs, kserve=self.kserve,
         )
         if fixing:
             result = self._fix(item, source, result)
@@ -187,7 +190,8 @@ class _Run:
 
         from linter.writeback import write_fixed
 
-        new_text, after = _fix(item, source.text, result, self.config, self.facts, self.images, self.dra_inputs)
+        new_text, after = _fix(item, source.text, result, self.config, self.facts, self.images, self.dra_inputs,
+                               self.kserve)
         if self.args.diff:
             if new_text is not None:
                 old, new = source.text.splitlines(keepends=True), new_text.splitlines(keepends=True)
@@ -244,6 +248,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuguard.sources.inputs import STDIN_NAME, Input
     from gpuguard.sources.render import RenderOptions
     from policies.effective_facts import effective_facts
+    from policies.engine import cluster_notes
 
     paths = args.paths or (["-"] if args.stdin_filename or not sys.stdin.isatty() else ["."])
     if args.stdin_filename is not None and "-" not in paths:
@@ -266,8 +271,9 @@ def run(args: argparse.Namespace) -> int:
     report.extended_resource_toleration = seen.extended_resource_toleration_reason
     report.platform_note = seen.platform_note
     report.scaling_pools = [f"{pool.pool.origin} {pool.name!r}" for pool in seen.pools if pool.pool is not None]
+    report.node_problems = cluster_notes(facts, config)
     state = _Run(args, config, facts, report)
-    state.dra_inputs = _dra_inputs(inputs)
+    state.dra_inputs, state.kserve = _run_inputs(inputs)
     stamped = bool(args.fix)
     if registry is not None:
         # Every image is looked up before any object is evaluated, so every text is read first.
@@ -299,6 +305,10 @@ def run(args: argparse.Namespace) -> int:
         report.notes.append(f"no Kubernetes objects found in {names}")
         if args.format != "text" and not args.quiet:
             sys.stderr.write(f"gpuguard lint: note: no Kubernetes objects found in {names}\n")
+    if args.format in ("json", "sarif") and not args.quiet:
+        # The report's shape has no place for them: problems of the nodes themselves go to stderr.
+        for problem in report.node_problems:
+            sys.stderr.write(f"gpuguard lint: note: cluster: {problem}\n")
     _render(report, args, sys.stderr if stdout_taken else sys.stdout)
     if args.sarif:
         _write_sarif(report, args.sarif)
@@ -366,14 +376,17 @@ def _write_sarif(report: Report, path: str) -> None:
         raise
 
 
-def _dra_inputs(inputs: list[Input]) -> DraInputs:
+def _run_inputs(inputs: list[Input]) -> tuple[DraInputs, KServeView]:
     """The DeviceClasses, claims and claim templates of every regular file of the run, for a pod's
-    claims to resolve to; unreadable files are reported later.  Pipes, FIFOs, /dev/stdin and other
+    claims to resolve to, and its ServingRuntimes and LLMInferenceServiceConfigs, for KServe's
+    templates to merge over; unreadable files are reported later.  Pipes, FIFOs, /dev/stdin and other
     streams can be read only once, so their own objects are added when they are linted, for their
     own pods only."""
     from gpuguard.sources.dra_inputs import DraCollector
+    from gpuguard.sources.kserve_inputs import KServeCollector
 
     collector = DraCollector()
+    served = KServeCollector()
     for item in inputs:
         if item.path is None:
             continue
@@ -383,10 +396,12 @@ def _dra_inputs(inputs: list[Input]) -> DraInputs:
         except OSError:
             continue
         try:
-            collector.add(item.read(), item.name)
+            text = item.read()
+            collector.add(text, item.name)
+            served.add(text, item.name)
         except (InputError, RecursionError):
             continue
-    return collector.inputs()
+    return collector.inputs(), served.view()
 
 
 def _read(item: Input, stamped: bool, report: Report) -> Source | None:

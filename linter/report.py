@@ -31,6 +31,8 @@ class Report:
     helm_chart: str | None = None  # the chart directory Helm rendered into stdin (--helm-chart)
     rendered_charts: list[str] = field(default_factory=list)  # charts gpuguard rendered (their directories)
     notes: list[str] = field(default_factory=list)  # said on stderr (text) or in the summary
+    # Problems of the cluster's nodes themselves (policies.engine.cluster_notes): said once, as notes.
+    node_problems: list[str] = field(default_factory=list)
     def charts(self) -> dict[str, str | None]:
         """Inputs that are Helm output, by name: the chart directory their templates are in
         (None when unknown: stdin without --helm-chart; its templates are named as Helm prints them)."""
@@ -94,6 +96,7 @@ class Report:
             n = len(self.scaling_pools)
             notes.append(f"{plural(n, 'node pool')} {noun(n, 'scales', 'scale')} up and {noun(n, 'counts', 'count')} "
                          f"as nodes: {pools}")
+        notes.extend(self.node_problems)
         return notes
 
     def skipped_note(self) -> str | None:

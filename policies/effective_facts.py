@@ -48,6 +48,7 @@ def effective_facts(facts: ClusterFacts, config: Config) -> ClusterFacts:
             basis=facts.previous_value(key, config, pinned=True),
             quotas=served.quotas,
             queues=served.queues,
+            kserve=served.kserve,
         )
         object.__setattr__(merged, _MARK, config)
         return merged

@@ -16,6 +16,7 @@ from policies.dra.reading import is_dra
 from policies.effective_facts import effective_facts
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts, NoImageFacts, lookup_archs, lookup_key
+from policies.kserve import NO_VIEW, KServeView
 from policies.memo import (
     ImagePairsKey,
     RulePlanKey,
@@ -28,12 +29,12 @@ from policies.operands import identity
 from policies.patching import apply_patch, combine
 from policies.placeholders import Placeholder, find_placeholders, has_selector_values_unknown
 from policies.podspec import PodTemplate, extract
-from policies.registry import OBJECT_RULES, RULES, WORKLOAD_RULES
-from policies.rule import ObjectContext, RuleContext, RuleModule, WorkloadContext
+from policies.registry import CLUSTER_RULES, OBJECT_RULES, RULES, WORKLOAD_RULES
+from policies.rule import NodeProblem, ObjectContext, RuleContext, RuleModule, WorkloadContext
 from policies.scheduling import churning_selector_keys
 from policies.shapes import as_dict, text
 from policies.types import Finding, PatchOp, RelOp, Severity, Violation
-from policies.wording import did_you_mean, suggest
+from policies.wording import did_you_mean, noun, suggest
 
 IGNORE_ANNOTATION = "gpuguard.io/ignore"
 SHOWN_UNKNOWN = 3  # unknown names an ignore annotation's message shows
@@ -102,6 +103,7 @@ class Evaluation:
     placeholders: list[UnrenderedPlaceholder] = field(default_factory=list)
     images: ImageFacts = field(default_factory=NoImageFacts)
     dra_inputs: DraInputs = NO_INPUTS
+    kserve: KServeView = NO_VIEW  # the input's KServe objects (policies.kserve), nearest first
 
     def blocking(self) -> list[Finding]:
         return [f for f in self.findings if f.severity is Severity.ERROR]
@@ -124,7 +126,8 @@ class Evaluation:
             return []
         doc = apply_patch(self.obj, ops)
         for _ in range(MAX_FIX_ROUNDS - 1):
-            again = evaluate(doc, self.config, self.facts, self.images, dra_inputs=self.dra_inputs)
+            again = evaluate(doc, self.config, self.facts, self.images, dra_inputs=self.dra_inputs,
+                             kserve=self.kserve)
             more = combine(doc, fixes(again.findings))
             if not more:
                 break
@@ -217,14 +220,17 @@ def evaluate(
     images: ImageFacts | None = None,
     *,
     dra_inputs: DraInputs | None = None,
+    kserve: KServeView | None = None,
 ) -> Evaluation:
     """Judge ``obj``; never raises on any input (see gpu-check-failed).
 
     ``dra_inputs``: the DeviceClasses, ResourceClaims and ResourceClaimTemplates of the input ``obj``
     comes from (policies.dra.facts), which a pod's claims resolve to before the cluster's.
+    ``kserve``: the ServingRuntimes, ClusterServingRuntimes and LLMInferenceServiceConfigs of that
+    input (policies.kserve), which KServe's templates merge over before the cluster's.
     """
     try:
-        return _evaluate(obj, config, facts, images, dra_inputs or NO_INPUTS)
+        return _evaluate(obj, config, facts, images, dra_inputs or NO_INPUTS, kserve or NO_VIEW)
     except Exception as exc:  # a defect outside the rules: the object is still not passed unjudged
         config = config or Config()
         ev = Evaluation(obj=obj, config=config, facts=facts or ClusterFacts.empty(), gpu_related=True)
@@ -243,11 +249,13 @@ def _evaluate(
     facts: ClusterFacts | None,
     images: ImageFacts | None,
     dra_inputs: DraInputs,
+    kserve: KServeView,
 ) -> Evaluation:
     config = config or Config()
     facts = effective_facts(facts or ClusterFacts.empty(), config)
     has_facts = not facts.is_empty
-    ev = Evaluation(obj=obj, config=config, facts=facts, images=images or NoImageFacts(), dra_inputs=dra_inputs)
+    ev = Evaluation(obj=obj, config=config, facts=facts, images=images or NoImageFacts(), dra_inputs=dra_inputs,
+                    kserve=kserve)
     dra = DraView(facts.dra, dra_inputs)
     meta = as_dict(obj.get("metadata"))
     namespace = text(meta.get("namespace") or "", 253)
@@ -258,7 +266,7 @@ def _evaluate(
         return ev
     skipped: set[str] = set()
     honoured = config.honours_ignore_annotation(namespace)
-    templates = extract(obj, config.workload_index)
+    templates = extract(obj, config.workload_index, kserve=_kserve_view(kserve, facts))
     if not templates:
         skipped.update(_check_object(ev, obj, config, kind, name, namespace, honoured, has_facts, dra))
     for pod in templates:
@@ -301,6 +309,17 @@ def _evaluate(
         skipped.update(_check_workload(ev, obj, templates, config, kind, name, namespace, honoured, has_facts))
     ev.skipped_rules = tuple(sorted(skipped))
     return ev
+
+
+def kserve_view(facts: ClusterFacts, inputs: KServeView = NO_VIEW) -> KServeView:
+    """What KServe's templates merge over (policies.kserve): the input's objects, then the cluster's."""
+    return _kserve_view(inputs, facts)
+
+
+def _kserve_view(inputs: KServeView, facts: ClusterFacts) -> KServeView:
+    """The input's KServe objects, then the cluster's."""
+    cluster = facts.kserve
+    return KServeView((*inputs.layers, cluster)) if cluster is not None else inputs
 
 
 UNSCHEDULABLE = "gpu-unschedulable"
@@ -661,3 +680,60 @@ def _finding(
         fix=tuple(_abs_op(pod, op) for op in v.fix),
         scope=v.scope,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterFindingsKey:
+    """``cluster_problems`` for one config (by identity, checked as owner): read only the snapshot."""
+
+    config: int
+
+
+def cluster_problems(facts: ClusterFacts, config: Config | None = None) -> list[tuple[str, NodeProblem]]:
+    """(rule id, problem) for what the enabled cluster rules find on the nodes themselves
+    (policies.registry.CLUSTER_RULES): the same for every object judged against these facts, so the
+    faces say each once — lint in a note, audit as a finding on the Node."""
+    config = config or Config()
+    facts = effective_facts(facts, config)
+
+    def compute() -> list[tuple[str, NodeProblem]]:
+        out: list[tuple[str, NodeProblem]] = []
+        for rule_id, module in CLUSTER_RULES.items():
+            if config.settings(rule_id).severity is None:
+                continue
+            out.extend((rule_id, p) for p in module.check_cluster(facts))
+        return out
+
+    return facts.memoised(ClusterFindingsKey(id(config)), compute, owner=config, pinned=True)
+
+
+def cluster_findings(facts: ClusterFacts, config: Config | None = None) -> list[Finding]:
+    """``cluster_problems`` as findings on Node objects, at the configured severity."""
+    config = config or Config()
+    out: list[Finding] = []
+    for rule_id, problem in cluster_problems(facts, config):
+        severity = config.settings(rule_id).severity
+        assert severity is not None
+        out.append(Finding(
+            rule=rule_id, severity=severity, message=problem.message(), path=pointer.join("", problem.path),
+            remediation=RULES[rule_id].REMEDIATION, kind="Node", name=problem.node, namespace="",
+        ))
+    return out
+
+
+SHOWN_NODES = 3
+
+
+def cluster_notes(facts: ClusterFacts, config: Config | None = None) -> list[str]:
+    """``cluster_problems`` as one sentence per problem, naming the nodes that have it (lint's notes)."""
+    grouped: dict[tuple[str, str], tuple[NodeProblem, list[str]]] = {}
+    for rule_id, problem in cluster_problems(facts, config):
+        _, nodes = grouped.setdefault((rule_id, problem.key or problem.problem), (problem, []))
+        if problem.node not in nodes:
+            nodes.append(problem.node)
+    notes = []
+    for (rule_id, _), (problem, nodes) in grouped.items():
+        shown = ", ".join(nodes[:SHOWN_NODES]) + (
+            f" and {len(nodes) - SHOWN_NODES} more" if len(nodes) > SHOWN_NODES else "")
+        notes.append(f"{rule_id} on {noun(len(nodes), 'node')} {shown}: {problem.problem}")
+    return notes

@@ -25,6 +25,7 @@ from policies.quantity import try_parse
 from policies.reads import (
     ASPECTS,
     DRA_DEVICES,
+    KSERVE,
     NODES,
     POOLS,
     QUEUES,
@@ -39,6 +40,7 @@ from policies.shapes import as_list, as_mapping
 
 if TYPE_CHECKING:
     from policies.dra.facts import DraFacts
+    from policies.kserve import KServeObjects
     from policies.queue_facts import QueueFacts
     from policies.quota_facts import QuotaFacts
 
@@ -402,6 +404,7 @@ class ClusterFacts:
     _dra: DraFacts | None
     _quotas: QuotaFacts | None
     _queues: QueueFacts | None
+    _kserve: KServeObjects | None
     _groups: tuple[NodeGroup, ...]
     _node_groups: int
     _ert_reason: str | None
@@ -422,6 +425,7 @@ class ClusterFacts:
         dra: DraFacts | None = None,
         quotas: QuotaFacts | None = None,
         queues: QueueFacts | None = None,
+        kserve: KServeObjects | None = None,
         *,
         groups: tuple[NodeGroup, ...] | None = None,
         tokens: Tokens | None = None,
@@ -439,6 +443,7 @@ class ClusterFacts:
         put(self, "_dra", dra)
         put(self, "_quotas", quotas)
         put(self, "_queues", queues)
+        put(self, "_kserve", kserve)
         # What was worked out of the same nodes (groups, what they tell) is taken from ``lender``: the
         # snapshot just before, which need not be the ``basis`` whose memo is kept.
         lender = lender if lender is not None else basis
@@ -475,7 +480,7 @@ class ClusterFacts:
 
     def _fields(self) -> tuple[Any, ...]:
         return (self._nodes, dict(self._runtime_classes), self.source, self._pools,
-                self._extended_resource_toleration, self._dra, self._quotas, self._queues)
+                self._extended_resource_toleration, self._dra, self._quotas, self._queues, self._kserve)
 
     def __repr__(self) -> str:
         return (f"ClusterFacts(source={self.source!r}, nodes={len(self._nodes)}, groups={len(self._groups)}, "
@@ -526,6 +531,12 @@ class ClusterFacts:
         """Kueue queues (policies.queue_facts); None: not known (not in the snapshot, Kueue not served)."""
         note(QUEUES)
         return self._queues
+
+    @property
+    def kserve(self) -> KServeObjects | None:
+        """KServe's ServingRuntimes and LLMInferenceServiceConfigs (policies.kserve); None: not known."""
+        note(KSERVE)
+        return self._kserve
 
     @property
     def extended_resource_toleration(self) -> bool | None:
@@ -598,7 +609,7 @@ class ClusterFacts:
             source = f"{self.source}, node {node_name}"
             tokens = self.derived_tokens(("bound", node_name), {NODES: (NODES,), POOLS: ()})
             return ClusterFacts(nodes=nodes, runtime_classes=self.runtime_classes, source=source, dra=self._dra,
-                                quotas=self._quotas, queues=self._queues, tokens=tokens,
+                                quotas=self._quotas, queues=self._queues, kserve=self._kserve, tokens=tokens,
                                 basis=self.previous_value(key))
 
         return self.memoised(key, compute)
@@ -678,10 +689,11 @@ class ClusterFacts:
     @classmethod
     def from_objects(cls, objects: Iterable[Mapping[str, Any]], source: str = "snapshot") -> ClusterFacts:
         """Build from Node, RuntimeClass, Karpenter NodePool and ``resource.k8s.io`` objects (DeviceClasses,
-        ResourceSlices, ResourceClaims, ResourceClaimTemplates), ResourceQuotas and Kueue objects;
-        ``List`` objects are flattened."""
+        ResourceSlices, ResourceClaims, ResourceClaimTemplates), ResourceQuotas, Kueue objects and KServe's
+        ServingRuntimes, ClusterServingRuntimes and LLMInferenceServiceConfigs; ``List`` objects are flattened."""
         from policies.dra.facts import dra_facts_from_objects
         from policies.karpenter import is_nodepool, nodepool_from_object
+        from policies.kserve import kserve_objects
         from policies.queue_facts import queue_facts_from_objects
         from policies.quota_facts import quota_facts_from_objects
 
@@ -705,8 +717,10 @@ class ClusterFacts:
                 if pool is not None:
                     pools.append(pool)
         dra = dra_facts_from_objects(objects)
+        served = kserve_objects(objects)
         return cls(nodes=tuple(nodes), runtime_classes=classes, source=source, pools=tuple(pools), dra=dra,
-                   quotas=quota_facts_from_objects(objects), queues=queue_facts_from_objects(objects))
+                   quotas=quota_facts_from_objects(objects), queues=queue_facts_from_objects(objects),
+                   kserve=None if served.empty else served)
 
 
 _PRESENCE = frozenset({NODES, POOLS, RUNTIME_CLASSES})

@@ -265,13 +265,15 @@ def rule_results_key(
 
 def _derived(pod: PodTemplate) -> bytes | None:
     """What the extractor took from outside the spec (KubeRay's /dev/shm from ``rayStartParams``,
-    Argo's inherited volumes, shared mounts, where inherited fields are written and podSpecPatch, a
-    component's resources key); usually nothing."""
+    Argo's inherited volumes, shared mounts, where inherited fields are written and podSpecPatch, what
+    KServe merges under a template, a component's resources key); usually nothing."""
     containers = pod.containers
     if not (pod.shm_provided or pod.runtime_expressions or pod.inherited_volumes or pod.spec_origins
-            or pod.spec_patched or any(c.shared_mounts or c.resources_key != "resources" for c in containers)):
+            or pod.spec_patched or pod.merged_from or pod.unseen_bases
+            or any(c.shared_mounts or c.resources_key != "resources" for c in containers)):
         return b""
     return digest(
         pod.shm_provided, pod.runtime_expressions, pod.inherited_volumes, pod.spec_origins, pod.spec_patched,
+        pod.merged_from, pod.unseen_bases,
         [(c.path, c.kind, c.resources_key, c.shared_mounts) for c in containers],
     )

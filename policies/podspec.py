@@ -33,12 +33,14 @@ kubernetes-sigs/lws, kserve/kserve, volcano-sh/volcano, kubeflow/katib).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from policies import pointer
 from policies.argo import POD_TYPES, argo_pod, template_type
+from policies.kserve import NO_VIEW, RUNTIME_CONTAINER, KServeView, Merged, llm_bases, runtime_bases
 from policies.shapes import as_dict, as_list, index_of, small_int, text
 from policies.types import RelPath, Segment
 
@@ -49,6 +51,7 @@ ContainerKind = Literal["container", "initContainer", "ephemeralContainer", "com
 # role (Kubeflow ``*ReplicaSpecs``); "any" for paths from config, whose schema is unknown.  The
 # extractor accepts either; the webhook's CEL needs to know.
 WildcardOver = Literal["list", "map", "any"]
+KServeMerge = Literal["llm", "runtime"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +65,9 @@ class Location:
     ray_shm: bool = False
     # ``{{ }}`` in its values is substituted when the pod is created (Argo Workflows parameters).
     runtime_expressions: bool = False
+    # KServe merges the template over a base (policies.kserve): "llm" for an LLMInferenceService's
+    # presets and baseRefs, "runtime" for an InferenceService predictor's ServingRuntime.
+    kserve: KServeMerge | None = None
 
     def __post_init__(self) -> None:
         if ("*" in self.pattern) != (self.wildcard is not None):
@@ -81,8 +87,8 @@ def _t(*patterns: str, over: WildcardOver | None = None) -> tuple[Location, ...]
     return tuple(_location("template", p, over) for p in patterns)
 
 
-def _p(*patterns: str) -> tuple[Location, ...]:
-    return tuple(_location("podspec", p, None) for p in patterns)
+def _p(*patterns: str, kserve: KServeMerge | None = None) -> tuple[Location, ...]:
+    return tuple(dataclasses.replace(_location("podspec", p, None), kserve=kserve) for p in patterns)
 
 
 def _location(shape: Shape, pattern: str, over: WildcardOver | None) -> Location:
@@ -183,14 +189,14 @@ WORKLOADS: tuple[Workload, ...] = (
         "InferenceService",
         "inferenceservices",
         ("v1beta1",),
-        _p("/spec/predictor", "/spec/transformer", "/spec/explainer"),
+        (*_p("/spec/predictor", kserve="runtime"), *_p("/spec/transformer", "/spec/explainer")),
     ),
     Workload(
         "serving.kserve.io",
         "LLMInferenceService",
         "llminferenceservices",
         ("v1alpha1", "v1alpha2"),
-        _p("/spec/template", "/spec/worker", "/spec/prefill/template", "/spec/prefill/worker"),
+        _p("/spec/template", "/spec/worker", "/spec/prefill/template", "/spec/prefill/worker", kserve="llm"),
     ),
     Workload("batch.volcano.sh", "Job", "jobs", ("v1alpha1",), _t("/spec/tasks/*/template", over="list")),
     Workload("kaito.sh", "Workspace", "workspaces", ("v1alpha1", "v1beta1"), _t("/inference/template")),
@@ -321,6 +327,10 @@ class PodTemplate:
     spec_origins: tuple[tuple[str, str], ...] = ()
     # A patch the owner applies last may change any field of the pod spec (Argo podSpecPatch).
     spec_patched: bool = False
+    # What an operator merges under the template (policies.kserve): what it merged, and the bases
+    # that apply but are not known (their mounts and volumes are then unknown).
+    merged_from: tuple[str, ...] = ()
+    unseen_bases: tuple[str, ...] = ()
 
     def spec_origin(self, key: Any) -> str | None:
         """The pointer of the value of spec key ``key`` when it is written outside the template."""
@@ -384,6 +394,34 @@ def _node_at(obj: Any, path: tuple[Segment, ...]) -> Any:
         else:
             return None
     return obj
+
+
+def _kserve_bases(
+    obj: dict[str, Any], loc: Location, path: tuple[Segment, ...], node: dict[str, Any], view: KServeView
+) -> Merged | None:
+    """What KServe merges under the pod spec at ``path`` (policies.kserve); None: nothing."""
+    if loc.kserve == "llm":
+        slot = tuple(str(p) for p in path[1:])  # the spec's ``template``, ``worker``, ``prefill/…``
+        merged = llm_bases(obj, slot, view)
+        return merged if merged.sources or merged.unseen else None
+    if loc.kserve == "runtime":
+        return runtime_bases(obj, node, view, KSERVE_COMPONENT_KEYS)
+    return None
+
+
+def _with_base_mounts(c: ContainerRef, merged: Merged, loc: Location) -> ContainerRef:
+    """The container with the volume mounts its bases give it: a predictor's ``model`` runs in the
+    runtime's ``kserve-container``; other containers merge with the base container of their name."""
+    if c.kind == "component":
+        base_name: Any = RUNTIME_CONTAINER if loc.kserve == "runtime" else None
+    elif c.kind == "container":  # init containers merge with the base's init containers, which hold no mount
+        base_name = c.container.get("name")
+    else:
+        base_name = None
+    mounts = merged.mounts_of(base_name) if isinstance(base_name, str) else ()
+    if not mounts:
+        return c
+    return dataclasses.replace(c, shared_mounts=(*c.shared_mounts, *((c.path, m) for m in mounts)))
 
 
 SHM_PATH = "/dev/shm"
@@ -548,8 +586,13 @@ def extract(
     index: dict[tuple[str, str], Workload] | None = None,
     _base: str = "",
     _depth: int = 0,
+    *,
+    kserve: KServeView = NO_VIEW,
 ) -> list[PodTemplate]:
-    """Every pod spec in ``obj``; an empty list for kinds without one or malformed objects."""
+    """Every pod spec in ``obj``; an empty list for kinds without one or malformed objects.
+
+    ``kserve``: the ServingRuntimes and LLMInferenceServiceConfigs KServe's templates merge over
+    (policies.kserve); KServe's own presets are known without them."""
     if not isinstance(obj, dict) or _depth > 4:
         return []
     api_version = obj.get("apiVersion")
@@ -567,7 +610,7 @@ def extract(
                 continue
             at = pointer.join(_base, path)
             if loc.shape == "object":
-                found.extend(extract(node, index, at, _depth + 1))
+                found.extend(extract(node, index, at, _depth + 1, kserve=kserve))
             elif loc.shape == "template":
                 spec = node.get("spec")
                 if not isinstance(spec, dict):
@@ -592,6 +635,9 @@ def extract(
                     comp = node.get(key)
                     if isinstance(comp, dict):
                         refs.append(ContainerRef((key,), comp, "component"))
+                merged = _kserve_bases(obj, loc, path, node, kserve)
+                if merged is not None:
+                    refs = [_with_base_mounts(c, merged, loc) for c in refs]
                 found.append(
                     PodTemplate(
                         spec=node,
@@ -600,6 +646,10 @@ def extract(
                         metadata_pointer=pointer.join(_base, ("metadata",)),
                         containers=tuple(refs),
                         shape="podspec",
+                        scheduling_known=merged is None or not merged.schedules,
+                        inherited_volumes=merged.volumes if merged is not None else (),
+                        merged_from=merged.sources if merged is not None else (),
+                        unseen_bases=merged.unseen if merged is not None else (),
                     )
                 )
             else:  # component

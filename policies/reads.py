@@ -23,7 +23,8 @@ DRA_CLAIMS = "dra-claims"  # ResourceClaims: allocations, devices in use
 DRA_TEMPLATES = "dra-templates"  # ResourceClaimTemplates
 QUOTAS = "quotas"  # namespace ResourceQuotas (their spec)
 QUEUES = "queues"  # Kueue LocalQueues, ClusterQueues, ResourceFlavors, Cohorts (their spec)
-ASPECTS = (NODES, POOLS, RUNTIME_CLASSES, DRA_DEVICES, DRA_CLAIMS, DRA_TEMPLATES, QUOTAS, QUEUES)
+KSERVE = "kserve"  # KServe ServingRuntimes, ClusterServingRuntimes, LLMInferenceServiceConfigs
+ASPECTS = (NODES, POOLS, RUNTIME_CLASSES, DRA_DEVICES, DRA_CLAIMS, DRA_TEMPLATES, QUOTAS, QUEUES, KSERVE)
 DRA_ASPECTS = frozenset({DRA_DEVICES, DRA_CLAIMS, DRA_TEMPLATES})
 
 

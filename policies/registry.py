@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policies.rule import ObjectRuleModule, RuleModule, WorkloadRuleModule
+from policies.rule import ClusterRuleModule, ObjectRuleModule, RuleModule, WorkloadRuleModule
 from policies.rules import (
     gpu_check_failed,
     gpu_cuda_driver_mismatch,
@@ -76,4 +76,10 @@ WORKLOAD_RULES: dict[str, WorkloadRuleModule] = {
     gpu_gang_unschedulable.ID: gpu_gang_unschedulable,
     gpu_quota_exceeded.ID: gpu_quota_exceeded,
     gpu_queue_unadmittable.ID: gpu_queue_unadmittable,
+}
+
+# Rules that also judge the nodes themselves, once per snapshot (policies.engine.cluster_findings; also
+# listed in RULES): a problem of the cluster is said once, not once per workload that may meet it.
+CLUSTER_RULES: dict[str, ClusterRuleModule] = {
+    gpu_dra_mixed_allocation.ID: gpu_dra_mixed_allocation,
 }

@@ -156,5 +156,27 @@ class WorkloadRuleModule(RuleModule, Protocol):
     def check_workload(self, ctx: WorkloadContext) -> Iterable[Violation]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class NodeProblem:
+    """A misconfiguration of a node itself, whatever runs on it: said once for the cluster (a note in
+    lint, a finding on the Node in audit), while each workload hears only what is specific to it."""
+
+    node: str
+    problem: str  # what is wrong there, as a sentence that does not name the node
+    path: tuple[str, ...]  # in the Node object
+    key: str = ""  # problems with the same key are one problem on several nodes, said together
+
+    def message(self) -> str:
+        return f"node {self.node}: {self.problem}"
+
+
+class ClusterRuleModule(RuleModule, Protocol):
+    """A rule that also judges the nodes themselves (``check_cluster``, from the facts alone): the
+    faces say each problem once — lint in its notes, audit as a finding on each Node — and the rule's
+    per-workload findings say only what the problem means for that workload."""
+
+    def check_cluster(self, facts: ClusterFacts) -> Iterable[NodeProblem]: ...
+
+
 def rule_doc(module: RuleModule | ModuleType) -> str:
     return (module.__doc__ or "").strip()

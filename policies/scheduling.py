@@ -10,7 +10,8 @@ k8s.io/component-helpers/scheduling/corev1.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -492,6 +493,59 @@ class Diagnosis:
         if self.selector_blocked or self.taints_blocked:
             return False
         return not any(v.passes for v in self.verdicts)
+
+
+def toleration_for(taint: Taint, requested: AbstractSet[str]) -> dict[str, str]:
+    """The toleration gpu-taint-not-tolerated proposes for ``taint``: Exists for a requested
+    resource's taint or a value-less one (the value carries no meaning), else Equal with its value
+    (so ``dedicated=training`` does not also tolerate every other ``dedicated`` pool)."""
+    if taint.key in requested or not taint.value:
+        return {"key": taint.key, "operator": "Exists", "effect": taint.effect}
+    return {"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect}
+
+
+def tolerations_opening(target: GroupVerdict, requested: AbstractSet[str]) -> list[dict[str, str]]:
+    """The tolerations that let the pod past ``target``'s untolerated taints, each once."""
+    out: list[dict[str, str]] = []
+    for taint in target.untolerated:
+        tol = toleration_for(taint, requested)
+        if tol not in out:
+            out.append(tol)
+    return out
+
+
+def fix_target(scope: Sequence[GroupVerdict]) -> GroupVerdict:
+    """The group reachable with the fewest new tolerations (then the one with most nodes)."""
+    return min(scope, key=lambda v: (len(v.untolerated), -v.size))
+
+
+def opened_by_resource_tolerations(scope: Sequence[GroupVerdict], requested: AbstractSet[str]) -> list[GroupVerdict]:
+    """The groups of ``scope`` whose every untolerated taint is keyed by a resource the pod requests
+    (``nvidia.com/gpu``): tolerating those changes nothing the pod gets, so gpu-taint-not-tolerated
+    fixes them; taints keyed otherwise reserve a pool for chosen workloads, which a person decides."""
+    return [v for v in scope if all(taint.key in requested for taint in v.untolerated)]
+
+
+def meant_for(verdicts: Sequence[GroupVerdict], requested: AbstractSet[str]) -> list[GroupVerdict]:
+    """The node groups the pod is meant for, for rules that judge what happens once it runs there
+    (gpu-cuda-driver-mismatch): the groups it can land on; when there are none but taints alone keep
+    it off groups it selects (they offer and fit its GPUs and are not cordoned), those groups, as if
+    the missing tolerations were there.
+
+    Which of them: the ones the toleration gpu-taint-not-tolerated's fix adds opens (its target's
+    tolerations, ``requested`` being the extended resources the pod requests); when it offers no fix
+    (the taints reserve the pools), every such group.  So one run shows every problem, and the same run
+    after ``--fix`` judges the same nodes: the fix brings no new finding.
+    """
+    passing = [v for v in verdicts if v.passes]
+    if passing:
+        return passing
+    blocked = [v for v in verdicts if v.untolerated and v.offers and v.fits and v.selector_ok and v.schedulable]
+    opened = opened_by_resource_tolerations(blocked, requested)
+    if not opened:
+        return blocked
+    tolerations = tolerations_opening(fix_target(opened), requested)
+    return [v for v in blocked if not untolerated(tolerations, v.untolerated)]
 
 
 def _advertises(verdict: GroupVerdict, name: str) -> bool:

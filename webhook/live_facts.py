@@ -37,6 +37,11 @@ up without a restart; they count as known once LocalQueues, ClusterQueues and Re
 served (Cohorts too, where their CRD is served).  A list the API server forbids (HTTP 403: the RBAC of
 an older release) is logged once as a warning and treated as not served: the rules judge without it,
 readiness does not wait for it, and it is tried again every ``crd_recheck_seconds``.
+
+KServe's ServingRuntimes, ClusterServingRuntimes and LLMInferenceServiceConfigs (``serving.kserve.io``)
+are optional the same way (a 403 too): they become ``ClusterFacts.kserve`` (policies.kserve), what
+KServe merges under its InferenceServices' and LLMInferenceServices' pods, with a token of their own
+(``KSERVE``).
 """
 
 from __future__ import annotations
@@ -73,6 +78,8 @@ from policies.facts import (
     same_for_scheduling,
 )
 from policies.karpenter import nodepool_from_object
+from policies.kserve import GROUP as KSERVE_GROUP
+from policies.kserve import KServeObjects, kserve_objects
 from policies.queue_facts import (
     COHORT_VERSIONS,
     QueueFacts,
@@ -84,7 +91,7 @@ from policies.queue_facts import (
 from policies.queue_facts import GROUP as KUEUE_GROUP
 from policies.queue_facts import VERSIONS as KUEUE_VERSIONS
 from policies.quota_facts import QuotaFacts, quota_from_object
-from policies.reads import ASPECTS, DRA_CLAIMS, DRA_DEVICES, DRA_TEMPLATES, POOLS, QUEUES, QUOTAS
+from policies.reads import ASPECTS, DRA_CLAIMS, DRA_DEVICES, DRA_TEMPLATES, KSERVE, POOLS, QUEUES, QUOTAS
 from policies.reads import NODES as NODES_ASPECT
 from policies.reads import RUNTIME_CLASSES as RUNTIME_CLASSES_ASPECT
 from policies.shapes import as_mapping
@@ -225,8 +232,42 @@ RESOURCE_FLAVORS = _kueue("resourceflavors", resource_flavor_from_object)
 COHORTS = _kueue("cohorts", cohort_from_object, versions=COHORT_VERSIONS)
 KUEUE_RESOURCES = (LOCAL_QUEUES, CLUSTER_QUEUES, RESOURCE_FLAVORS, COHORTS)
 _KUEUE_NAMES = frozenset(r.name for r in KUEUE_RESOURCES)
+
+
+def _kserve(plural: str, kind: str, versions: tuple[str, ...], namespaced: bool) -> _Resource:
+    def convert(obj: Mapping[str, Any]) -> dict[str, Any]:
+        meta = as_mapping(obj.get("metadata"))
+        api_version = obj.get("apiVersion")
+        return {  # what policies.kserve reads, with the kind list items may lack
+            "apiVersion": api_version if isinstance(api_version, str) else f"{KSERVE_GROUP}/{versions[0]}",
+            "kind": kind,
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+            "spec": obj.get("spec"),
+        }
+
+    return _Resource(
+        plural,
+        "CustomObjectsApi",
+        "list_cluster_custom_object",
+        convert,
+        arguments=(("group", KSERVE_GROUP), ("plural", plural)),
+        optional=True,
+        versions=versions,
+        namespaced=namespaced,
+        forbidden_is_absent=True,
+    )
+
+
+# KServe's ServingRuntimes, ClusterServingRuntimes and LLMInferenceServiceConfigs (policies.kserve), where
+# KServe is installed: what its InferenceServices' and LLMInferenceServices' pods are merged over.
+KSERVE_RESOURCES = (
+    _kserve("servingruntimes", "ServingRuntime", ("v1alpha1",), namespaced=True),
+    _kserve("clusterservingruntimes", "ClusterServingRuntime", ("v1alpha1",), namespaced=False),
+    _kserve("llminferenceserviceconfigs", "LLMInferenceServiceConfig", ("v1alpha2", "v1alpha1"), namespaced=True),
+)
+_KSERVE_NAMES = frozenset(r.name for r in KSERVE_RESOURCES)
 # Every resource LiveFacts runs a reflector for, in its order.
-WATCHED = (NODES, RUNTIME_CLASSES, NODEPOOLS, *DRA_RESOURCES, RESOURCE_QUOTAS, *KUEUE_RESOURCES)
+WATCHED = (NODES, RUNTIME_CLASSES, NODEPOOLS, *DRA_RESOURCES, RESOURCE_QUOTAS, *KUEUE_RESOURCES, *KSERVE_RESOURCES)
 
 
 
@@ -524,6 +565,7 @@ class LiveFacts:
         self._dra_reflectors = tuple(_Reflector(self, r) for r in DRA_RESOURCES)
         self._quota_reflector = _Reflector(self, RESOURCE_QUOTAS)
         self._kueue_reflectors = tuple(_Reflector(self, r) for r in KUEUE_RESOURCES)
+        self._kserve_reflectors = tuple(_Reflector(self, r) for r in KSERVE_RESOURCES)
         self._reflectors = (
             _Reflector(self, NODES),
             _Reflector(self, RUNTIME_CLASSES),
@@ -531,6 +573,7 @@ class LiveFacts:
             *self._dra_reflectors,
             self._quota_reflector,
             *self._kueue_reflectors,
+            *self._kserve_reflectors,
         )
         assert tuple(r.resource for r in self._reflectors) == WATCHED
         self._changes = _Changes()
@@ -547,6 +590,7 @@ class LiveFacts:
         self._served: dict[str, DeviceClass] | None = None
         self._quotas: QuotaFacts | None = None
         self._queues: QueueFacts | None = None
+        self._kserve: KServeObjects | None = None
         self._last_publish = 0.0
         self._publishes = 0
         self._applied = 0
@@ -753,6 +797,8 @@ class LiveFacts:
                     tuple(tuple(r.store[k] for k in sorted(r.store)) for r in self._kueue_reflectors)
                     if self._kueue_known() else None
                 )
+            if changes.resources & _KSERVE_NAMES:
+                copies["kserve"] = tuple(r.store[k] for r in self._kserve_reflectors for k in sorted(r.store))
             return nodes, synced, copies
 
     def _kueue_known(self) -> bool:
@@ -784,6 +830,10 @@ class LiveFacts:
             taken = copies["queues"]
             self._queues = None if taken is None else QueueFacts.of(*taken)
             tokens[QUEUES] = object()
+        if "kserve" in copies:
+            served = kserve_objects(copies["kserve"])
+            self._kserve = None if served.empty else served
+            tokens[KSERVE] = object()
         changed = False
         for name, raw in nodes.items():
             if raw is None:
@@ -803,8 +853,8 @@ class LiveFacts:
         older = previous.basis
         basis = older if not previous.used and older is not None and older.used else previous
         facts = ClusterFacts(nodes=node_list, runtime_classes=self._classes, source="live", pools=self._pools,
-                             dra=self._dra, quotas=self._quotas, queues=self._queues, groups=groups, tokens=tokens,
-                             basis=basis, lender=previous)
+                             dra=self._dra, quotas=self._quotas, queues=self._queues, kserve=self._kserve,
+                             groups=groups, tokens=tokens, basis=basis, lender=previous)
         if self._served:
             mark_applied(facts)
         self._tokens = tokens

@@ -16,6 +16,7 @@ from typing import Any
 
 from gpuguard.audit.changes import classify, planned_facts
 from gpuguard.audit.model import (
+    LIVE,
     AuditFinding,
     AuditResult,
     Column,
@@ -29,7 +30,7 @@ from gpuguard.sources.yamlsafe import InputError
 from policies import pointer
 from policies.config import Config
 from policies.cuda.versions import format_driver
-from policies.engine import IGNORE_ANNOTATION, evaluate, is_gpu_related
+from policies.engine import IGNORE_ANNOTATION, cluster_findings, evaluate, is_gpu_related, kserve_view
 from policies.facts import ClusterFacts, NodeGroup
 from policies.images import ImageFacts
 from policies.placement import Cell, Placer, merge_cells
@@ -212,7 +213,9 @@ class Auditor:
     def _rows(self, obj: dict[str, Any], ref: ObjectRef, worst: Severity | None) -> list[MatrixRow]:
         assert self._placer is not None
         bucket = self._rows_bad if worst is not None else self._rows_clean
-        templates = [p for p in extract(obj, self.config.workload_index) if is_gpu_related(p, self.config)]
+        view = kserve_view(self.after if self.after is not None else self.facts)
+        templates = [p for p in extract(obj, self.config.workload_index, kserve=view)
+                     if is_gpu_related(p, self.config)]
         rows: list[MatrixRow] = []
         for pod in templates:
             if len(bucket) + len(rows) >= MAX_MATRIX_ROWS:
@@ -364,9 +367,28 @@ class Auditor:
             self.result.notes.append(text)
 
     # --- the end ------------------------------------------------------------------------------
+    def _node_findings(self) -> None:
+        """Problems of the nodes themselves (policies.engine.cluster_findings), one finding on each Node
+        rather than one per workload that may land there; with planned facts, sorted by change."""
+        now = cluster_findings(self.facts, self.config)
+        later = cluster_findings(self.after, self.config) if self.after is not None else None
+        nodes = sorted({f.name for f in (*now, *(later or ()))})
+        for name in nodes:
+            ref = ObjectRef("v1", "Node", name, "", "")
+            before = [f for f in now if f.name == name]
+            if later is None:
+                found = [AuditFinding(f, ref, LIVE) for f in before]
+            else:
+                after = [f for f in later if f.name == name]
+                found = [AuditFinding(s.finding, ref, LIVE, s.change, s.previous) for s in classify({}, before, after)]
+            if found:
+                self._findings[ref.key] = self._bounded(ref.key, "", found)
+
     def finish(self) -> AuditResult:
-        """Apply ownership learnt after the fact (an owner read after its pods) and sort."""
+        """Apply ownership learnt after the fact (an owner read after its pods), add what is wrong with
+        the nodes themselves, and sort."""
         result = self.result
+        self._node_findings()
         for key in list(self._refs):
             owner = self.ownership.owner(key)
             if owner is None or owner == key:

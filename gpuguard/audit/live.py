@@ -173,7 +173,8 @@ def _optional(client: RestClient, discovery: Discovery, group: str, resource: st
 
 def list_facts(client: RestClient, discovery: Discovery, page_size: int = PAGE_SIZE) -> LiveFacts:
     """Nodes (required: ApiError when they cannot be listed), RuntimeClasses, NodePools, the DRA
-    objects, ResourceQuotas and Kueue's queues (what cannot be listed: notes)."""
+    objects, ResourceQuotas, Kueue's queues and KServe's ServingRuntimes and LLMInferenceServiceConfigs
+    (what cannot be listed: notes)."""
     nodes: list[Mapping[str, Any]] = []
     for page in list_pages(client, "/api/v1/nodes", page_size=page_size):
         for raw in page:
@@ -186,7 +187,10 @@ def list_facts(client: RestClient, discovery: Discovery, page_size: int = PAGE_S
     dra = _dra_objects(client, discovery, notes)
     quotas = _optional(client, discovery, "", "resourcequotas", ("v1",), notes, pruned=False)
     kueue = _kueue_objects(client, discovery, notes)
-    facts = ClusterFacts.from_objects([*nodes, *classes, *pools, *dra, *quotas, *kueue], source="live cluster")
+    served = [obj for plural, versions in KSERVE_FACT_RESOURCES
+              for obj in _optional(client, discovery, KSERVE_GROUP, plural, versions, notes, pruned=False)]
+    facts = ClusterFacts.from_objects([*nodes, *classes, *pools, *dra, *quotas, *kueue, *served],
+                                      source="live cluster")
     return LiveFacts(facts, nodes, notes)
 
 
@@ -206,6 +210,10 @@ def _kueue_objects(client: RestClient, discovery: Discovery, notes: list[str]) -
 
 
 DRA_FACT_RESOURCES = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
+# What KServe merges under its serving objects' pods (policies.kserve), where KServe is installed.
+KSERVE_GROUP = "serving.kserve.io"
+KSERVE_FACT_RESOURCES = (("servingruntimes", ("v1alpha1",)), ("clusterservingruntimes", ("v1alpha1",)),
+                         ("llminferenceserviceconfigs", ("v1alpha2", "v1alpha1")))
 
 
 def _dra_objects(client: RestClient, discovery: Discovery, notes: list[str]) -> list[Mapping[str, Any]]:

@@ -3,7 +3,9 @@
 Karpenter clusters add their NodePools (`kubectl get nodes,runtimeclasses,nodepools.karpenter.sh
 -o yaml`): capacity that can appear, so a snapshot may hold no GPU node at all.  Clusters with Dynamic
 Resource Allocation add `deviceclasses,resourceslices,resourceclaims,resourceclaimtemplates` (with
-`-A`): they become ``ClusterFacts.dra`` (policies.dra.facts).  ``sample`` names
+`-A`): they become ``ClusterFacts.dra`` (policies.dra.facts).  Clusters with KServe add
+`servingruntimes,clusterservingruntimes,llminferenceserviceconfigs` (with `-A`): what KServe merges under
+its serving objects' pods (``ClusterFacts.kserve``, policies.kserve).  ``sample`` names
 the cluster profile bundled with gpuguard (the same file as examples/cluster.yaml).
 
 JSON is parsed as JSON, by orjson; YAML by libyaml through the streaming parser, one ``List`` item

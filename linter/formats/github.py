@@ -55,6 +55,8 @@ def render(report: Report, stream: TextIO) -> None:
     note = report.skipped_note()
     if note:
         stream.write(command("notice", note, title="gpuguard") + "\n")
+    for problem in report.node_problems:
+        stream.write(command("notice", f"cluster: {problem}", title="gpuguard") + "\n")
     counts = report.counts()
     stream.write(f"gpuguard: {plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
                  f"{plural(counts['info'], 'info')}\n")

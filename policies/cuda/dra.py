@@ -322,16 +322,24 @@ def assess(
 
 def _eligible_nodes(facts: ClusterFacts, cons: NodeConstraints) -> list[NodeFacts]:
     """The schedulable nodes the pod selects and tolerates, in node order; judged once per node group
-    (its members share taints and cordon, and the labels a selector reads unless it reads per-node ones)."""
-    ok: set[int] = set()
+    (its members share taints and cordon, and the labels a selector reads unless it reads per-node ones).
+
+    When it tolerates none of them, the ones it selects: the nodes it is meant for, as for the node rule
+    (``policies.scheduling.meant_for``); gpu-dra-unsatisfiable names the taints in the same run."""
+    tolerated: set[int] = set()
+    selected: set[int] = set()
     for group in facts.groups:
         rep = group.representative
-        if rep.pool is not None or rep.unschedulable or cons.untolerated(rep):
+        if rep.pool is not None or rep.unschedulable:
             continue
         if cons.per_node_in(group):
-            ok.update(id(m) for m in group.members if cons.selector_ok(m))
-        elif cons.selector_ok(rep):
-            ok.update(id(m) for m in group.members)
+            members = {id(m) for m in group.members if cons.selector_ok(m)}
+        else:
+            members = {id(m) for m in group.members} if cons.selector_ok(rep) else set()
+        selected |= members
+        if not cons.untolerated(rep):
+            tolerated |= members
+    ok = tolerated or selected
     return [n for n in facts.nodes if id(n) in ok]
 
 

@@ -139,6 +139,7 @@ def with_dra_capacity(facts: ClusterFacts) -> ClusterFacts:
             dra=dra,
             quotas=facts.quotas,
             queues=facts.queues,
+            kserve=facts.kserve,
         )
         object.__setattr__(augmented, _MARK, True)
         return augmented

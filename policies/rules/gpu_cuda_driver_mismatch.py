@@ -12,7 +12,10 @@ group — offering the requested GPU resource and admitted by the pod's selector
 tolerations — is classed by its GPU Feature Discovery driver labels as native, minor-version
 compatible, forward compatible (data-center GPUs only) or incompatible (see
 ``policies.cuda.compat`` and ``policies.cuda.verdict``).  Nodes without driver labels are never held
-against the pod.
+against the pod.  When taints alone keep the pod off every node it selects, the candidates are those
+nodes, as if it tolerated them (``policies.scheduling.meant_for``: the ones gpu-taint-not-tolerated's
+fix opens): the run that reports the missing toleration also reports the driver those nodes run,
+and the fix brings no new finding.
 
 The NVIDIA runtime's own start check is evaluated exactly as libnvidia-container does
 (``policies.cuda.require``) on the container's final environment — image config ``Env`` overridden
@@ -88,10 +91,12 @@ from policies.cuda.versions import Version, format_driver, major_minor, parse_ve
 from policies.facts import LABEL_DRIVER_FULL, LABEL_DRIVER_NEW, LABEL_DRIVER_OLD, LABEL_PRODUCT, ClusterFacts
 from policies.images import node_arch
 from policies.memo import CudaJudgementKey, OldDriverLabelsKey
+from policies.podresources import pod_requests
 from policies.podspec import ContainerRef
+from policies.resources import is_extended
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import runnable_containers
-from policies.scheduling import GroupVerdict, term_matches
+from policies.scheduling import GroupVerdict, meant_for, term_matches
 from policies.types import RelOp, Severity, Violation
 from policies.wording import sentence
 
@@ -503,12 +508,10 @@ def _by_node_labels(ctx: RuleContext) -> Iterator[Violation]:
     containers = gpu_containers(ctx.pod, ctx.is_gpu)
     if not containers:
         return
-    passing = [
-        v
-        for v in ctx.verdicts()
-        # Only nodes the pod can land on count; when none can, the scheduling rules explain why.
-        if v.passes
-    ]
+    # The nodes the pod is meant for: those it can land on, or, when taints alone keep it off the nodes
+    # it selects, those nodes (gpu-taint-not-tolerated says so in the same run; its fix opens them).
+    # When no node is meant for it otherwise, the scheduling rules explain why.
+    passing = meant_for(ctx.verdicts(), frozenset(pod_requests(ctx.pod, is_extended)))
     if not passing:
         return
     candidates = [_with_dra_labels(ctx, v) for v in passing]

@@ -15,10 +15,14 @@ of a vendor whose DRA driver publishes devices on the node (``nvidia.com/gpu``, 
 ``nvidia.com/gpu.shared`` next to ``gpu.nvidia.com`` devices), or a DeviceClass whose
 ``extendedResourceName`` the node also advertises while it reaches the class's devices.
 
-Reported on a pod that may get its GPU on such a node (through the resource or a claim), at the
-request; and on a DeviceClass (in the input) whose ``extendedResourceName`` such nodes advertise.  A
-warning: the pod is fine, the nodes are not — fix the nodes (disable the device plugin there, e.g. with
-the GPU Operator's ``nvidia.com/gpu.deploy.device-plugin=false`` node label).
+The problem is the node's, whatever runs on it, so it is said once for the cluster (``check_cluster``):
+a warning on each such Node in ``gpuguard audit``, a note in ``gpuguard lint --cluster``.  Fix the
+nodes (disable the device plugin there, e.g. with the GPU Operator's
+``nvidia.com/gpu.deploy.device-plugin=false`` node label).  A pod that may get its GPU on such a node
+(through the resource or a claim) hears only what that means for it, at the request: an info naming
+the request and the mixed nodes it may land on, not one more warning per workload about the same
+nodes.  A DeviceClass in the input whose ``extendedResourceName`` such nodes advertise is a warning of
+its own: the class makes the combination.
 
 Failing (NVIDIA/k8s-dra-driver-gpu@22407113 demo/specs/extended-resources/gpu-full.yaml, whose
 prerequisites say "NVIDIA device plugin for Kubernetes is not installed or disabled", on a node
@@ -45,10 +49,10 @@ from policies.dra.podclaims import PodClaim, object_namespace, pod_claims
 from policies.dra.reading import is_dra
 from policies.dra.slices import parse_device_class
 from policies.facts import ClusterFacts, NodeFacts
-from policies.rule import NeedsFacts, ObjectContext, Option, RuleContext
+from policies.rule import NeedsFacts, NodeProblem, ObjectContext, Option, RuleContext
 from policies.scheduling import constraints_for, request_sites
 from policies.types import RelPath, Severity, Violation
-from policies.wording import noun
+from policies.wording import noun, plural
 
 ID = "gpu-dra-mixed-allocation"
 DEFAULT_SEVERITY = Severity.WARNING
@@ -94,11 +98,11 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
         what = next(w for r, w in hit[0].dra_conflicts if r == resource)
         reported.add(resource)
         yield Violation(
-            f"the pod asks for {resource}, and {noun(len(hit), 'node')} {_names(hit)} it may land on "
-            f"{noun(len(hit), 'advertises', 'advertise')} {resource} through the "
-            f"device plugin while {what} serves the same GPUs through DRA: both hand out every GPU, so the pod "
-            "may get a GPU another pod already has",
+            f"the pod asks for {resource} and may land on {noun(len(hit), 'node')} {_names(hit)}, where "
+            f"{what} also serves it through DRA{_share(len(hit), _landing(ctx))}: the pod may get a GPU another pod "
+            "already has (a problem of the nodes, said once for the cluster)",
             sites[0][1],
+            severity=Severity.INFO,
         )
     claims = [c for c in pod_claims(ctx.pod, object_namespace(ctx.obj), ctx.dra) if c.spec is not None]
     view = ctx.dra
@@ -128,12 +132,37 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     resource, what = hit[0].dra_conflicts[0]
     at: RelPath = hits[0][1].path
     yield Violation(
-        f"pod claim {hits[0][1].name!r} may get its devices on {noun(len(hit), 'node')} {_names(hit)}, which also "
-        f"{noun(len(hit), 'advertises', 'advertise')} {resource} "
-        f"through the device plugin while {what} publishes the same GPUs: a GPU the claim gets may be in use by a "
-        "device-plugin pod",
+        f"pod claim {hits[0][1].name!r} may get its devices on {noun(len(hit), 'node')} {_names(hit)}, where the "
+        f"device plugin also advertises them as {resource} ({what} publishes them): a GPU "
+        "the claim gets may be in use by a device-plugin pod (a problem of the nodes, said once for the cluster)",
         at,
+        severity=Severity.INFO,
     )
+
+
+def _landing(ctx: RuleContext) -> int:
+    """How many nodes the pod can land on (offering and fitting its GPUs, selected, tolerated)."""
+    return sum(v.size for v in ctx.verdicts() if v.passes and v.group.representative.pool is None)
+
+
+def _share(hit: int, landing: int) -> str:
+    """Whether the pod can avoid the mixed nodes: what is specific to it."""
+    if hit >= landing:
+        return f", and {noun(hit, 'it is', 'they are')} every node it may land on"
+    return f" ({hit} of the {plural(landing, 'node')} it may land on)"
+
+
+def check_cluster(facts: ClusterFacts) -> Iterator[NodeProblem]:
+    """Each node that serves a resource both ways, once per resource."""
+    for node in facts.nodes:
+        for resource, what in node.dra_conflicts:
+            yield NodeProblem(
+                node.name,
+                f"{resource} is advertised through the device plugin while {what} serves the same GPUs through "
+                "DRA: both hand out every GPU, so two pods can be given the same one",
+                ("status", "allocatable", resource),
+                key=f"{resource} {what}",
+            )
 
 
 def _class_conflicts(facts: ClusterFacts, view: DraView, obj: dict[str, object]) -> Iterator[Violation]:

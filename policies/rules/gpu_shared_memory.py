@@ -16,6 +16,13 @@ worker pod (ray-project/kuberay ray-operator/controllers/ray/common/pod.go, ``ad
 ``/dev/shm`` with medium Memory, unless ``rayStartParams`` set ``plasma-directory``).  Volumes a
 pod gets from its owner (an Argo Workflow's ``volumes``) count, but are not changed by the fix.
 
+KServe merges its templates over bases (``policies.kserve``), and what they mount counts: an
+LLMInferenceService's ``main`` container gets the memory-backed /dev/shm of KServe's well-known
+presets (``config-llm-template``, ``config-llm-worker-data-parallel``…), and an InferenceService's
+``model`` what its ServingRuntime's ``kserve-container`` mounts, when the runtime is in the input or
+the cluster facts.  A base that applies but is not known (``model.runtime`` naming a runtime gpuguard
+does not have) makes the finding an info without a fix: the runtime may well mount it.
+
 A ``hostPath`` of the node's own ``/dev/shm`` is memory-backed too — the node's init mounts a tmpfs
 there (systemd src/core/mount-setup.c) — so NCCL has room and no warning is given; but the pod then
 shares the node's shared memory with the node and every other pod that mounts it, and what it
@@ -52,6 +59,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from policies.applicability import Applies
+from policies.kserve import merge_maps
 from policies.podspec import SHM_PATH, ContainerRef, is_shm_mount
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import gpu_devices, runnable_containers
@@ -90,14 +98,15 @@ def _shm_mount(c: ContainerRef) -> tuple[RelPath, dict[str, Any]] | None:
 
 
 def _find_volume(ctx: RuleContext, name: Any) -> tuple[int | None, dict[str, Any]] | None:
-    """(index in the pod spec's volumes, volume); index None for a volume inherited from the owner."""
+    """(index in the pod spec's volumes, volume); index None for a volume inherited from the owner.
+
+    A volume of the pod spec named like one it inherits from a base KServe merges it over is that
+    volume with the spec's values merged in (strategic merge by name, policies.kserve)."""
+    inherited = next((v for v in ctx.pod.inherited_volumes if v.get("name") == name), None)
     for i, v in enumerate(as_list(ctx.pod.spec.get("volumes"))):
         if isinstance(v, dict) and v.get("name") == name:
-            return i, v
-    for v in ctx.pod.inherited_volumes:
-        if v.get("name") == name:
-            return None, v
-    return None
+            return i, merge_maps(inherited, v) if inherited is not None and ctx.pod.merged_from else v
+    return (None, inherited) if inherited is not None else None
 
 
 def _is_memory_empty_dir(volume: dict[str, Any]) -> bool:
@@ -144,8 +153,29 @@ def _add_mount_op(c: ContainerRef, volume_name: str) -> RelOp:
     return RelOp("add", (*c.path, "volumeMounts"), [mount])
 
 
+def _unseen(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation:
+    """No mount at /dev/shm that gpuguard can see, but a base it cannot see is merged under the pod."""
+    bases = ", ".join(ctx.pod.unseen_bases)
+    return Violation(
+        message=(
+            f"container {c.name!r} uses {gpus} GPUs and mounts nothing at /dev/shm itself; KServe merges it with "
+            f"{bases}, which gpuguard does not see (not in the input or the cluster facts): unless that mounts an "
+            "emptyDir with medium: Memory at /dev/shm, the runtime's 64 MiB /dev/shm is all NCCL and DataLoader "
+            "workers get"
+        ),
+        path=c.path,
+        severity=Severity.INFO,
+        remediation=(
+            f"Lint {bases} with this object (or take the cluster snapshot with it) so gpuguard can tell; if it "
+            "mounts nothing at /dev/shm, mount an emptyDir with medium: Memory there."
+        ),
+    )
+
+
 def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation | None:
     found = _shm_mount(c)
+    if found is None and ctx.pod.unseen_bases:
+        return _unseen(ctx, c, gpus)
     if found is None:
         name, volume_ops = _add_volume_ops(ctx)
         at = (*c.path, "volumeMounts") if isinstance(c.container.get("volumeMounts"), list) else c.path
@@ -159,6 +189,8 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
         )
     at_mount, mount = found
     vol = _find_volume(ctx, mount.get("name"))
+    if vol is None and ctx.pod.unseen_bases:
+        return None  # the volume may come from the base gpuguard does not see
     if vol is None:
         return Violation(
             message=(

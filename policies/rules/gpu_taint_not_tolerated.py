@@ -44,16 +44,19 @@ Passing::
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from collections.abc import Set as AbstractSet
 from typing import Any
 
 from policies.applicability import Applies
-from policies.facts import Taint
 from policies.podresources import pod_requests
 from policies.resources import is_extended
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import with_diagnosis
-from policies.scheduling import Diagnosis, GroupVerdict
+from policies.scheduling import (
+    Diagnosis,
+    fix_target,
+    opened_by_resource_tolerations,
+    tolerations_opening,
+)
 from policies.types import RelOp, RelPath, Severity, Violation
 from policies.wording import noun
 
@@ -67,29 +70,6 @@ MUTATION_SAFE = True
 SUMMARY = "Every node that offers the GPU resource carries a NoSchedule/NoExecute taint the pod does not tolerate."
 REMEDIATION = "Add tolerations for the GPU nodes' taints (spec.tolerations)."
 OPTIONS: tuple[Option, ...] = ()
-
-
-def toleration_for(taint: Taint, requested: AbstractSet[str]) -> dict[str, str]:
-    """The toleration for ``taint``: Exists for a requested resource's taint or a value-less one
-    (the value carries no meaning), else Equal with its value (so ``dedicated=training`` does not
-    also tolerate every other ``dedicated`` pool)."""
-    if taint.key in requested or not taint.value:
-        return {"key": taint.key, "operator": "Exists", "effect": taint.effect}
-    return {"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect}
-
-
-def _tolerations(target: GroupVerdict, requested: AbstractSet[str]) -> list[dict[str, str]]:
-    out: list[dict[str, str]] = []
-    for taint in target.untolerated:
-        tol = toleration_for(taint, requested)
-        if tol not in out:
-            out.append(tol)
-    return out
-
-
-def _fix_target(scope: list[GroupVerdict]) -> GroupVerdict:
-    """The group reachable with the fewest new tolerations (then the one with most nodes)."""
-    return min(scope, key=lambda v: (len(v.untolerated), -v.size))
 
 
 def _yaml_flow(tol: Mapping[str, str]) -> str:
@@ -121,22 +101,22 @@ def check(ctx: RuleContext, diagnosis: Diagnosis) -> Iterator[Violation]:
         yield Violation(message=message + "; add tolerations for the pool the pod is meant for", path=("tolerations",))
         return
     requested = frozenset(pod_requests(ctx.pod, is_extended))
-    fixable = [v for v in scope if all(taint.key in requested for taint in v.untolerated)]
+    fixable = opened_by_resource_tolerations(scope, requested)
     if not fixable:
-        target = _fix_target(scope)
+        target = fix_target(scope)
         reserved = sorted({str(taint) for taint in target.untolerated if taint.key not in requested})
         yield Violation(
             message=(
                 f"{message}; {', '.join(reserved)} {noun(len(reserved), 'reserves', 'reserve')} the pool for chosen "
                 f"workloads, so no toleration is added automatically: if the pod belongs there, add "
-                f"{', '.join(_yaml_flow(t) for t in _tolerations(target, requested))}"
+                f"{', '.join(_yaml_flow(t) for t in tolerations_opening(target, requested))}"
                 + (f" to reach {target.describe()}" if len(scope) > 1 else "")
             ),
             path=("tolerations",) if isinstance(ctx.pod.spec.get("tolerations"), list) else (),
         )
         return
-    target = _fix_target(fixable)
-    tolerations = _tolerations(target, requested)
+    target = fix_target(fixable)
+    tolerations = tolerations_opening(target, requested)
     fix, path = _fix(ctx.pod.spec, tolerations)
     yield Violation(
         message=f"{message}; add tolerations {', '.join(_yaml_flow(t) for t in tolerations)}"

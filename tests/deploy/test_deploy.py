@@ -105,6 +105,9 @@ def test_rbac_reads_only_cluster_facts() -> None:
             # the whole-job rules: webhook/live_facts.py RESOURCE_QUOTAS and KUEUE_RESOURCES
             ("", "resourcequotas"),
             *(("kueue.x-k8s.io", r) for r in ("localqueues", "clusterqueues", "resourceflavors", "cohorts")),
+            # what KServe merges under its pods: webhook/live_facts.py KSERVE_RESOURCES
+            *(("serving.kserve.io", r) for r in ("servingruntimes", "clusterservingruntimes",
+                                                  "llminferenceserviceconfigs")),
         )
         for verb in ("get", "list", "watch")
     }

@@ -420,6 +420,84 @@ def test_github_summary_counts_with_the_plural_helper(tmp_path: Path) -> None:
     assert done.stdout.splitlines()[-1] == "gpuguard: 1 error, 0 warnings, 0 info"
 
 
+MIXED_CLUSTER = FIXTURES / "dra" / "nvidia-mixed-cluster.yaml"
+
+
+def _gpu_pods(n: int) -> str:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "ml"}, "spec": {
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "containers": [{"name": "main", "image": "ubuntu:22.04", "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+    }}
+    return "---\n".join(yaml.safe_dump({**pod, "metadata": {"namespace": "ml", "name": f"p{i}"}}) for i in range(n))
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "github"])
+def test_a_node_serving_gpus_both_ways_is_said_once_not_per_workload(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    manifest = tmp_path / "pods.yaml"
+    manifest.write_text(_gpu_pods(12))
+    code, out, err = run_lint([str(manifest), "--cluster", str(MIXED_CLUSTER), "--format", fmt], capsys, monkeypatch)
+    note = "cluster: gpu-dra-mixed-allocation on node mixed-l4-0: nvidia.com/gpu is advertised through the device plugin"
+    assert (out + err).count(note) == 1, out + err
+    assert code == 0  # infos only: the nodes are not the manifests' fault
+    if fmt == "json":
+        report = json.loads(out)
+        mixed = [f for f in report["findings"] if f["rule"] == "gpu-dra-mixed-allocation"]
+        # each pod hears what the node means for it, as an info; no warning repeats the node's problem
+        assert len(mixed) == 12 and {f["severity"] for f in mixed} == {"info"}
+        assert all("1 of the 3 nodes it may land on" in f["message"] for f in mixed)
+        assert report["summary"]["by_severity"]["warning"] == 0
+
+
+def test_a_disabled_cluster_rule_says_nothing_about_the_nodes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = tmp_path / "pods.yaml"
+    manifest.write_text(_gpu_pods(1))
+    argv = [str(manifest), "--cluster", str(MIXED_CLUSTER), "--disable", "gpu-dra-mixed-allocation"]
+    _, out, err = run_lint(argv, capsys, monkeypatch)
+    assert "gpu-dra-mixed-allocation" not in out + err
+
+
+def test_kserve_runtimes_in_the_same_run_count_and_fix_adds_no_redundant_volume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.paths import CORPUS
+
+    nim = "NVIDIA__nim-deploy__kserve__nim-models__llama3-70b-instruct_4xh100_1.0.0.yaml"
+    llm = ("kserve__kserve__docs__samples__llmisvc__dp-ep__deepseek-r1-gpu-rdma-roce__"
+           "llm-inference-service-dp-ep-deepseek-r1-gpu-naive.yaml")
+    models, runtimes = tmp_path / "models", tmp_path / "runtimes"
+    models.mkdir()
+    runtimes.mkdir()
+    for name in (nim, llm):
+        (models / name).write_text((CORPUS / "real" / name).read_text())
+    runtime = CORPUS / "kserve" / "NVIDIA__nim-deploy__kserve__runtimes__llama3-70b-instruct-1.0.0.yaml"
+    (runtimes / runtime.name).write_text(runtime.read_text())
+    before = {p: p.read_text() for p in models.iterdir()}
+    # alone, the InferenceService's runtime is unseen: an info; the LLMInferenceService has KServe's presets
+    _, out, _ = run_lint([str(models), "--format", "json"], capsys, monkeypatch)
+    shm = [f for f in json.loads(out)["findings"] if f["rule"] == "gpu-shared-memory"]
+    assert [(Path(f["file"]).name, f["severity"]) for f in shm] == [(nim, "info")]
+    # with the runtime in the run (another directory), nothing; --fix changes no file
+    _, out, _ = run_lint([str(models), str(runtimes), "--format", "json"], capsys, monkeypatch)
+    assert not [f for f in json.loads(out)["findings"] if f["rule"] == "gpu-shared-memory"]
+    run_lint([str(models), str(runtimes), "--fix"], capsys, monkeypatch)
+    assert {p: p.read_text() for p in models.iterdir()} == before
+
+
+def test_kserve_runtimes_in_the_cluster_snapshot_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.paths import CORPUS, EXAMPLES
+
+    snapshot = tmp_path / "cluster.yaml"
+    runtime = CORPUS / "kserve" / "NVIDIA__nim-deploy__kserve__runtimes__mixtral-8x22b-instruct-v01-1.0.0.yaml"
+    snapshot.write_text((EXAMPLES / "cluster.yaml").read_text() + "---\n" + runtime.read_text())
+    isvc = CORPUS / "real" / "NVIDIA__nim-deploy__kserve__nim-models__mixtral-8x22b-instruct-v01_8xgpu_1.0.0.yaml"
+    _, out, _ = run_lint([str(isvc), "--cluster", str(snapshot), "--format", "json"], capsys, monkeypatch)
+    assert not [f for f in json.loads(out)["findings"] if f["rule"] == "gpu-shared-memory"]
 GPU_POD = """apiVersion: v1
 kind: Pod
 metadata: {name: train, namespace: ml}

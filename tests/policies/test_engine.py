@@ -144,3 +144,41 @@ def test_memo_keeps_identity_and_separates_configs(example_facts: ClusterFacts) 
     changed = _pod({"nvidia.com/gpu": 1})
     changed["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": 1}
     assert not [f for f in evaluate(changed, strict, example_facts).findings if f.rule == "gpu-limit-missing"]
+
+
+def test_problems_of_the_nodes_are_found_once_per_node_at_the_configured_severity() -> None:
+    import copy
+
+    import yaml
+
+    from policies.engine import cluster_findings, cluster_notes
+    from policies.types import Severity
+    from tests.support.paths import FIXTURES
+
+    objects = list(yaml.safe_load_all((FIXTURES / "dra" / "nvidia-mixed-cluster.yaml").read_text()))
+    facts = ClusterFacts.from_objects(objects)
+    (finding,) = cluster_findings(facts)
+    assert (finding.rule, finding.kind, finding.name, finding.severity) == (
+        "gpu-dra-mixed-allocation", "Node", "mixed-l4-0", Severity.WARNING)
+    assert finding.path == "/status/allocatable/nvidia.com~1gpu"
+    assert finding.message.startswith("node mixed-l4-0: nvidia.com/gpu is advertised through the device plugin")
+    config = load_config({"rules": {"gpu-dra-mixed-allocation": "error"}})
+    assert [f.severity for f in cluster_findings(facts, config)] == [Severity.ERROR]
+    assert cluster_findings(facts, load_config({"rules": {"gpu-dra-mixed-allocation": "off"}})) == []
+    # a second mixed node of the same kind is the same problem: one note naming both
+    more = copy.deepcopy(objects)
+    for obj in list(more[0]["items"] if more[0].get("kind") == "List" else more):
+        if obj.get("kind") == "Node" and obj["metadata"]["name"] == "mixed-l4-0":
+            twin = copy.deepcopy(obj)
+            twin["metadata"]["name"] = twin["metadata"]["labels"]["kubernetes.io/hostname"] = "mixed-l4-1"
+            (more[0]["items"] if more[0].get("kind") == "List" else more).append(twin)
+        if obj.get("kind") == "ResourceSlice" and obj["spec"].get("nodeName") == "mixed-l4-0":
+            twin = copy.deepcopy(obj)
+            twin["metadata"]["name"] += "-1"
+            twin["spec"]["nodeName"] = twin["spec"]["pool"]["name"] = "mixed-l4-1"
+            (more[0]["items"] if more[0].get("kind") == "List" else more).append(twin)
+    two = ClusterFacts.from_objects(more)
+    assert sorted(f.name for f in cluster_findings(two)) == ["mixed-l4-0", "mixed-l4-1"]
+    (note,) = cluster_notes(two)
+    assert note.startswith("gpu-dra-mixed-allocation on nodes mixed-l4-0, mixed-l4-1: nvidia.com/gpu is advertised")
+    assert cluster_findings(ClusterFacts.empty()) == []

@@ -103,7 +103,8 @@ def following(previous: ClusterFacts, renewed: tuple[str, ...] = ()) -> ClusterF
     tokens = {a: (object() if a in renewed else previous.token(a)) for a in ASPECTS}
     return ClusterFacts(nodes=previous.nodes, runtime_classes=previous.runtime_classes, source=previous.source,
                         pools=previous.pools, extended_resource_toleration=previous.extended_resource_toleration,
-                        dra=previous.dra, quotas=previous.quotas, queues=previous.queues, tokens=tokens,
+                        dra=previous.dra, quotas=previous.quotas, queues=previous.queues, kserve=previous.kserve,
+                        tokens=tokens,
                         basis=previous)
 
 

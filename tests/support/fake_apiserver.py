@@ -63,6 +63,10 @@ MORE_RESOURCES: dict[str, tuple[str, str, str, bool]] = {
     "clusterpolicyreports": ("wgpolicyk8s.io", "v1alpha2", "ClusterPolicyReport", False),
     "reports": ("openreports.io", "v1alpha1", "Report", True),
     "clusterreports": ("openreports.io", "v1alpha1", "ClusterReport", False),
+    # KServe's runtimes and configs (cluster facts of the webhook, where KServe is installed)
+    "servingruntimes": ("serving.kserve.io", "v1alpha1", "ServingRuntime", True),
+    "clusterservingruntimes": ("serving.kserve.io", "v1alpha1", "ClusterServingRuntime", False),
+    "llminferenceserviceconfigs": ("serving.kserve.io", "v1alpha2", "LLMInferenceServiceConfig", True),
     # Kueue (kueue.x-k8s.io v1beta2), CRDs: absent until a test installs them.
     "localqueues": ("kueue.x-k8s.io", "v1beta2", "LocalQueue", True),
     "clusterqueues": ("kueue.x-k8s.io", "v1beta2", "ClusterQueue", False),
@@ -114,7 +118,9 @@ for _res, (_group, _version, _kind, _ns) in MORE_RESOURCES.items():
 ALL_RESOURCES = tuple(r for r in TYPE_META if r not in DRA_RESOURCES)
 # Resources of CRDs: answered with 404 until the test "installs" the CRD (``absent.discard``).
 OPTIONAL = frozenset({"nodepools", "pytorchjobs", "policyreports", "clusterpolicyreports", "reports",
-                      "clusterreports", "jobsets", "leaderworkersets", *KUEUE_RESOURCES})
+                      "clusterreports", "jobsets", "leaderworkersets", *KUEUE_RESOURCES,
+                      "servingruntimes", "clusterservingruntimes", "llminferenceserviceconfigs"})
+KSERVE_RESOURCES = ("servingruntimes", "clusterservingruntimes", "llminferenceserviceconfigs")
 VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 # Field selectors the API server accepts per resource (pkg/registry/core/pod/strategy.go
 # PodToSelectableFields, pkg/registry/core/event/strategy.go ToSelectableFields; subset).

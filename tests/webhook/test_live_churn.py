@@ -111,7 +111,7 @@ class Cluster:
         for obj in initial_objects():
             self.objects[RESOURCE_OF[obj["kind"]]][self._key(RESOURCE_OF[obj["kind"]], obj)] = obj
         for name, reflector in self.reflectors.items():
-            store = {k: reflector.resource.convert(o) for k, o in self.objects[name].items()}
+            store = {k: reflector.resource.convert(o) for k, o in self.objects.setdefault(name, {}).items()}
             self.live._replace(reflector, {k: v for k, v in store.items() if v is not None})
         self.live._publish()
 

@@ -159,3 +159,42 @@ def test_the_matrix_is_bounded(count: int) -> None:
     assert result.matrix is not None
     assert len(result.matrix.rows) == MAX_MATRIX_ROWS and result.matrix.omitted == 5
     assert result.counts.gpu_workloads == count
+
+
+MIXED = FIXTURES / "dra" / "nvidia-mixed-cluster.yaml"
+
+
+def _gpu_pod(i: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "ml", "uid": f"u{i}"},
+            "spec": {"tolerations": [{"operator": "Exists"}], "containers": [
+                {"name": "main", "image": "ubuntu:22.04", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+
+
+def test_a_node_serving_gpus_both_ways_is_one_finding_on_the_node_not_one_per_pod() -> None:
+    auditor = Auditor(Config(), load_cluster_facts(str(MIXED)))
+    for i in range(10):
+        auditor.feed(_gpu_pod(i), LIVE)
+    result = auditor.finish()
+    mixed = [f for f in result.findings if f.finding.rule == "gpu-dra-mixed-allocation"]
+    on_nodes = [f for f in mixed if f.ref.kind == "Node"]
+    assert [(f.ref.name, f.ref.api_version, f.severity) for f in on_nodes] == [("mixed-l4-0", "v1", Severity.WARNING)]
+    assert {f.severity for f in mixed if f.ref.kind == "Pod"} == {Severity.INFO}
+    assert result.severity_counts()["warning"] == 1
+    assert result.counts.objects == 10  # the node is no audited object
+
+
+def test_a_planned_change_that_fixes_the_node_resolves_its_finding() -> None:
+    import copy
+
+    import yaml
+
+    objects = list(yaml.safe_load_all(MIXED.read_text()))
+    fixed = copy.deepcopy(objects)
+    for obj in (fixed[0]["items"] if fixed[0].get("kind") == "List" else fixed):
+        if obj.get("kind") == "Node" and obj["metadata"]["name"] == "mixed-l4-0":
+            # the GPU Operator's nvidia.com/gpu.deploy.device-plugin=false: the device plugin is gone
+            obj["status"] = {"allocatable": {k: v for k, v in obj["status"]["allocatable"].items() if "/" not in k}}
+    auditor = Auditor(Config(), ClusterFacts.from_objects(objects), ClusterFacts.from_objects(fixed),
+                      cluster="before", cluster_after="after")
+    result = auditor.finish()
+    assert [(f.ref.kind, f.ref.name, f.change) for f in result.findings] == [("Node", "mixed-l4-0", "resolved")]

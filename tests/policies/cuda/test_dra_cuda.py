@@ -128,3 +128,12 @@ def test_the_runtime_check_uses_the_devices_cuda_version() -> None:
     assert "incompatible: rtx-0" in finding.message and "native: h100-0" in finding.message
     # the container's image is one the faces look up (policies.image_uses)
     assert [u.image for u in images_in(claim_pod(image))] == [image]
+
+
+def test_a_tainted_node_the_claim_is_meant_for_is_still_judged() -> None:
+    # The RTX node is tainted and the pod tolerates nothing: gpu-dra-unsatisfiable names the taint, and the
+    # CUDA verdict is for the devices the pod is meant for, as if it tolerated it (not silence).
+    objects = [GPU_CLASS, *node_slice("rtx-0", RTX)]
+    objects[1]["spec"] = {"taints": [{"key": "gpu", "value": "rtx", "effect": "NoSchedule"}]}
+    (finding,) = cuda_findings(claim_pod("nvidia/cuda:13.0.2-runtime-ubuntu22.04"), ClusterFacts.from_objects(objects))
+    assert finding.severity is Severity.ERROR and "rtx-0" in finding.message

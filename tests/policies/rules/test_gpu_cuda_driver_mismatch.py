@@ -365,3 +365,53 @@ def test_container_with_zero_gpus_is_not_judged(example_facts: ClusterFacts) -> 
     pod = _pod("nvidia/cuda:12.2.0-devel-ubi8", TOLERATE_ALL)
     pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 0
     assert _findings(pod, example_facts) == []
+
+
+def _tainted(node: dict[str, Any], *taints: tuple[str, str]) -> dict[str, Any]:
+    node["spec"] = {"taints": [{"key": k, "value": v, "effect": "NoSchedule"} for k, v in taints]}
+    return node
+
+
+def test_a_missing_toleration_does_not_hide_the_driver_of_the_nodes_the_pod_is_meant_for() -> None:
+    # Both GPU pools are tainted nvidia.com/gpu and the pod tolerates neither: the taint rule fires, and
+    # the CUDA rule judges the pools as if the toleration were there (R535 minor-version only, R550
+    # native) in the same run, with its affinity fix.  After --fix (both fixes), nothing is left.
+    facts = ClusterFacts.from_objects([
+        _tainted(_node("old", "535.129.03", "NVIDIA-A100-SXM4-80GB"), ("nvidia.com/gpu", "present")),
+        _tainted(_node("new", "550.90.07", "NVIDIA-H100-80GB-HBM3"), ("nvidia.com/gpu", "present")),
+    ])
+    pod = _pod("nvidia/cuda:12.4.1-runtime-ubuntu22.04")
+    ev = evaluate(pod, None, facts)
+    assert {f.rule for f in ev.findings} >= {"gpu-taint-not-tolerated", RULE}
+    (cuda,) = [f for f in ev.findings if f.rule == RULE]
+    assert "old" in cuda.message and "new" in cuda.message and cuda.fix
+    fixed = jsonpatch.apply_patch(pod, [op.to_dict() for op in ev.patch()])
+    again = evaluate(fixed, None, facts)
+    assert [f for f in again.findings if f.severity is not Severity.INFO] == []
+    assert again.patch() == []
+
+
+def test_the_cuda_verdict_after_the_taint_fix_is_the_one_before() -> None:
+    # Only the pool the taint rule's toleration opens counts: a pool also reserved by dedicated=training
+    # stays shut after the fix, so it is not judged before it either.
+    facts = ClusterFacts.from_objects([
+        _tainted(_node("a100", "535.129.03", "NVIDIA-A100-SXM4-80GB"), ("nvidia.com/gpu", "present")),
+        _tainted(_node("h100", "550.90.07", "NVIDIA-H100-80GB-HBM3"), ("nvidia.com/gpu", "present"),
+                 ("dedicated", "training")),
+    ])
+    pod = _pod("nvidia/cuda:12.4.1-runtime-ubuntu22.04")
+    ev = evaluate(pod, None, facts)
+    before = [(f.path, f.severity, f.message) for f in ev.findings if f.rule == RULE]
+    assert before and "h100" not in before[0][2]
+    taint_fix = [op.to_dict() for op in ev.patch(["gpu-taint-not-tolerated"])]
+    assert taint_fix
+    after = evaluate(jsonpatch.apply_patch(pod, taint_fix), None, facts)
+    assert [(f.path, f.severity, f.message) for f in after.findings if f.rule == RULE] == before
+
+
+def test_a_pod_whose_selector_matches_no_gpu_node_is_not_judged() -> None:
+    facts = ClusterFacts.from_objects([
+        _tainted(_node("a100", "535.129.03", "NVIDIA-A100-SXM4-80GB"), ("nvidia.com/gpu", "present")),
+    ])
+    pod = _pod("nvidia/cuda:13.0.2-runtime-ubuntu22.04", nodeSelector={"nvidia.com/gpu.product": "Tesla-T4"})
+    assert _findings(pod, facts) == []
