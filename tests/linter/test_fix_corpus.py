@@ -26,6 +26,8 @@ import pytest
 import yaml
 
 from gpuguard.sources.configfile import load_config_file
+from gpuguard.sources.dra_inputs import DraCollector
+from gpuguard.sources.kserve_inputs import KServeCollector
 from gpuguard.sources.layout import Layout
 from gpuguard.sources.snapshot import load_cluster_facts
 from linter.lint import lint_text
@@ -102,7 +104,14 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         after.setdefault(Path(finding["file"]).name, []).append(finding)
     config, _ = load_config_file(None, work)
     facts = load_cluster_facts("sample") if context else ClusterFacts.empty()
-    before = {name: lint_text(originals[name], name, config, facts, fixes=True) for name in fixed}
+    # as the run saw them: the DRA objects and KServe runtimes and configs of every file (linter.cmd_lint)
+    claims, served = DraCollector(), KServeCollector()
+    for name, text in originals.items():
+        claims.add(text, name)
+        served.add(text, name)
+    dra_inputs, kserve = claims.inputs(), served.view()
+    before = {name: lint_text(originals[name], name, config, facts, fixes=True, dra_inputs=dra_inputs,
+                              kserve=kserve) for name in fixed}
     return _Run(originals, fixed, before, after)
 
 
