@@ -555,19 +555,7 @@ def _check_object(
             _object_check_failed(ev, config, problem, kind, name, namespace)
         for v in violations:
             ev.gpu_related = True
-            severity = settings.severity if settings.explicit or v.severity is None else v.severity
-            ev.findings.append(
-                Finding(
-                    rule=rule_id,
-                    severity=severity,
-                    message=v.message,
-                    path=pointer.join("", v.path),
-                    remediation=v.remediation or module.REMEDIATION,
-                    kind=kind,
-                    name=name,
-                    namespace=namespace,
-                )
-            )
+            ev.findings.append(_object_finding(rule_id, module, settings, v, kind, name, namespace))
     if ev.gpu_related:
         ev.ignore_uses.extend(uses)
     return skipped
@@ -614,22 +602,27 @@ def _check_workload(
             problem = f"rule {rule_id} failed on this object ({type(exc).__name__}: {text(str(exc), 200)})"
             _object_check_failed(ev, config, problem, kind, name, namespace)
             continue
-        for v in violations:
-            severity = settings.severity if settings.explicit or v.severity is None else v.severity
-            ev.findings.append(
-                Finding(
-                    rule=rule_id,
-                    severity=severity,
-                    message=v.message,
-                    path=pointer.join("", v.path),
-                    remediation=v.remediation or module.REMEDIATION,
-                    kind=kind,
-                    name=name,
-                    namespace=namespace,
-                    scale_up=v.scale_up,
-                )
-            )
+        ev.findings.extend(_object_finding(rule_id, module, settings, v, kind, name, namespace) for v in violations)
     return skipped
+
+
+def _object_finding(
+    rule_id: str, module: RuleModule, settings: RuleSettings, v: Violation, kind: str, name: str, namespace: str
+) -> Finding:
+    """A finding about a whole object (object and workload rules): its path is relative to the object."""
+    assert settings.severity is not None  # callers skip rules that are off
+    severity = settings.severity if settings.explicit or v.severity is None else v.severity
+    return Finding(
+        rule=rule_id,
+        severity=severity,
+        message=v.message,
+        path=pointer.join("", v.path),
+        remediation=v.remediation or module.REMEDIATION,
+        kind=kind,
+        name=name,
+        namespace=namespace,
+        scale_up=v.scale_up,
+    )
 
 
 def _object_check_failed(ev: Evaluation, config: Config, problem: str, kind: str, name: str, namespace: str) -> None:
