@@ -38,7 +38,6 @@ class HeapKeeper:
         self._refreshed = clock()
         self.settles = 0
         self.refreshes = 0
-        self.longest_refresh_seconds = 0.0
 
     def settle(self, *_: object) -> None:
         """Freeze what survives a young collection; a full collection first once per refresh.
@@ -47,17 +46,11 @@ class HeapKeeper:
         with self._lock:
             now = self._clock()
             if now - self._refreshed >= self.refresh_seconds:
-                started = time.perf_counter()
                 gc.unfreeze()
                 gc.collect()
-                self.longest_refresh_seconds = max(self.longest_refresh_seconds, time.perf_counter() - started)
                 self._refreshed = now
                 self.refreshes += 1
             else:
                 gc.collect(1)
             gc.freeze()
             self.settles += 1
-
-    @staticmethod
-    def frozen() -> int:
-        return gc.get_freeze_count()
