@@ -21,6 +21,8 @@ RULE_ID = "gpu-device-access-bypass"
 def image_env_containers(pod: PodTemplate, is_gpu: Callable[[str], bool]) -> list[ContainerRef]:
     out = []
     for c in pod.containers:
+        if c.path in pod.owner_supplied:  # its image and its GPUs come from the object that runs it
+            continue
         if container_requests(c, is_gpu) or as_list(c.resources.get("claims")) or requests_by_placeholder(
             c.resources, is_gpu
         ):

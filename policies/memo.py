@@ -269,11 +269,11 @@ def _derived(pod: PodTemplate) -> bytes | None:
     KServe merges under a template, a component's resources key); usually nothing."""
     containers = pod.containers
     if not (pod.shm_provided or pod.runtime_expressions or pod.inherited_volumes or pod.spec_origins
-            or pod.spec_patched or pod.merged_from or pod.unseen_bases
+            or pod.spec_patched or pod.merged_from or pod.unseen_bases or pod.owner_supplied
             or any(c.shared_mounts or c.resources_key != "resources" for c in containers)):
         return b""
     return digest(
         pod.shm_provided, pod.runtime_expressions, pod.inherited_volumes, pod.spec_origins, pod.spec_patched,
-        pod.merged_from, pod.unseen_bases,
+        pod.merged_from, pod.unseen_bases, pod.owner_supplied,
         [(c.path, c.kind, c.resources_key, c.shared_mounts) for c in containers],
     )

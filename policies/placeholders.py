@@ -1,7 +1,8 @@
 """Unrendered placeholders in the fields the rules judge: input errors, not GPU findings.
 
 Manifests meant for ``envsubst`` (``nvidia.com/gpu: ${ACCELERATOR_QUANTITY}`` or the bare
-``nvidia.com/gpu: $GPU_PER_NODE``), a shell or make ``$(VAR)``, or a Go/Helm/Jinja template whose
+``nvidia.com/gpu: $GPU_PER_NODE``), a shell or make ``$(VAR)``, a token a setup script replaces with
+``sed`` (``nvidia.com/gpu: PLACEHOLDER_NUM_GPU_PER_NODE``, quantities only), or a Go/Helm/Jinja template whose
 ``{{ }}`` survived YAML parsing (a quoted ``"{{ .Values.gpus }}"``) hold no quantity or label value
 yet.  Judging them would report a fractional GPU or a selector that matches no node; instead they
 are reported as input errors with their position, like unrendered Helm templates, and the rules
@@ -32,6 +33,12 @@ TERMS_PATH: RelPath = (
 # make's and the shell's.  No quantity and no label value can hold a ``$``.
 _DOLLAR = patterns.compile(r"\$\{[^}\n]*\}|\$\([A-Za-z_][A-Za-z0-9_]*\)|\$[A-Za-z_][A-Za-z0-9_]*")
 _BRACES = patterns.compile(r"(?s)\{\{.*?\}\}")
+# Where only a quantity belongs, a whole value that is a SCREAMING_SNAKE_CASE token
+# (``PLACEHOLDER_NUM_GPU_PER_NODE``, which a setup script replaces with ``sed``) or a documentation
+# placeholder in angle brackets (``<number-of-gpus>``) is one too: a quantity starts with a sign, a
+# digit or a point (apimachinery resource.Quantity: ``<quantity> ::= <signedNumber><suffix>``), so
+# neither can be one.  Label values may be such tokens, so node selection is not read this way.
+_TOKEN = patterns.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|<[^<>\n]{1,100}>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +56,20 @@ def placeholder_in(value: Any) -> str | None:
     return found.group(0) if found else None
 
 
+def quantity_placeholder_in(value: Any) -> str | None:
+    """The placeholder in a value where a quantity belongs: any syntax ``placeholder_in`` knows, or
+    a whole value that is a substitution token."""
+    found = placeholder_in(value)
+    if found is None and isinstance(value, str) and len(value) <= 128 and _TOKEN.fullmatch(value):
+        return value
+    return found
+
+
 def requests_by_placeholder(container_resources: Mapping[str, Any], is_gpu: Callable[[str], bool]) -> bool:
     """Whether a container's limits or requests name a GPU whose quantity is still a placeholder: it
     will request GPUs once rendered (the placeholder itself is the input error)."""
     return any(
-        isinstance(name, str) and is_gpu(name) and placeholder_in(value) is not None
+        isinstance(name, str) and is_gpu(name) and quantity_placeholder_in(value) is not None
         for _, value, name in ((p, v, p[-1]) for p, v in _resource_values(container_resources, ()))
     )
 
@@ -105,6 +121,8 @@ def find_placeholders(pod: PodTemplate) -> list[Placeholder]:
         candidates.extend((p, v, "node selector") for p, v in _selector_values(pod.spec))
     for path, value, what in candidates:
         text = _input_placeholder(value, runtime)
+        if text is None and what == "quantity" and isinstance(value, str) and len(value) <= 128:
+            text = value if _TOKEN.fullmatch(value) else None
         if text is not None:
             found.append(Placeholder(path, text, what))
     return found

@@ -68,6 +68,9 @@ class Location:
     # KServe merges the template over a base (policies.kserve): "llm" for an LLMInferenceService's
     # presets and baseRefs, "runtime" for an InferenceService predictor's ServingRuntime.
     kserve: KServeMerge | None = None
+    # A Kubeflow Trainer runtime's template: the TrainJob that runs it sets the image, command, args,
+    # resources and env of its ``node`` containers (trainer_containers, below).
+    trainer_runtime: bool = False
 
     def __post_init__(self) -> None:
         if ("*" in self.pattern) != (self.wildcard is not None):
@@ -115,6 +118,31 @@ def _ray(cluster_spec: str) -> tuple[Location, ...]:
     return head, Location("template", workers, wildcard="list", ray_shm=True)
 
 
+_TRAINER_RUNTIME = tuple(
+    dataclasses.replace(loc, trainer_runtime=True)
+    for loc in _t("/spec/template/spec/replicatedJobs/*/template/spec/template", over="list")
+)
+
+# Kubeflow Trainer's JobSet builder gives every replicated Job's containers named ``node`` (and
+# ``launcher`` when ``mlPolicy.mpi.runLauncherAsNode`` is true) the TrainJob's trainer image,
+# command, args, resourcesPerNode and env (kubeflow/trainer@0859508
+# pkg/runtime/framework/plugins/jobset/builder.go, Builder.Trainer; constants.Node = "node",
+# constants.Launcher = "launcher").
+TRAINER_NODE = "node"
+TRAINER_LAUNCHER = "launcher"
+
+
+def trainer_containers(runtime: Any, spec: dict[str, Any]) -> tuple[RelPath, ...]:
+    """The paths (relative to ``spec``) of the containers a TrainJob fills in, in a runtime's pod spec."""
+    mpi = as_dict(as_dict(as_dict(as_dict(runtime).get("spec")).get("mlPolicy")).get("mpi"))
+    names = {TRAINER_NODE, TRAINER_LAUNCHER} if mpi.get("runLauncherAsNode") is True else {TRAINER_NODE}
+    return tuple(
+        ("containers", i)
+        for i, c in enumerate(as_list(spec.get("containers")))
+        if isinstance(c, dict) and c.get("name") in names
+    )
+
+
 def _argo(templates: str) -> tuple[Location, ...]:
     return (Location("argo", tuple(pointer.split(templates)), wildcard="list", runtime_expressions=True),)
 
@@ -153,19 +181,9 @@ WORKLOADS: tuple[Workload, ...] = (
         ("v1alpha1",),
         (Location("component", ("spec", "trainer"), "resourcesPerNode"),),
     ),
+    Workload("trainer.kubeflow.org", "TrainingRuntime", "trainingruntimes", ("v1alpha1",), _TRAINER_RUNTIME),
     Workload(
-        "trainer.kubeflow.org",
-        "TrainingRuntime",
-        "trainingruntimes",
-        ("v1alpha1",),
-        _t("/spec/template/spec/replicatedJobs/*/template/spec/template", over="list"),
-    ),
-    Workload(
-        "trainer.kubeflow.org",
-        "ClusterTrainingRuntime",
-        "clustertrainingruntimes",
-        ("v1alpha1",),
-        _t("/spec/template/spec/replicatedJobs/*/template/spec/template", over="list"),
+        "trainer.kubeflow.org", "ClusterTrainingRuntime", "clustertrainingruntimes", ("v1alpha1",), _TRAINER_RUNTIME
     ),
     Workload(_RAY, "RayCluster", "rayclusters", _RAY_VERSIONS, _ray("/spec")),
     Workload(_RAY, "RayJob", "rayjobs", _RAY_VERSIONS, _ray("/spec/rayClusterSpec")),
@@ -331,6 +349,10 @@ class PodTemplate:
     # that apply but are not known (their mounts and volumes are then unknown).
     merged_from: tuple[str, ...] = ()
     unseen_bases: tuple[str, ...] = ()
+    # Containers (paths relative to the spec) whose image, command, args, resources and env the
+    # object that runs the template sets (a Kubeflow Trainer runtime's ``node`` containers): what
+    # the template says of them is a default, and whether they get GPUs is not decided here.
+    owner_supplied: tuple[RelPath, ...] = ()
 
     def spec_origin(self, key: Any) -> str | None:
         """The pointer of the value of spec key ``key`` when it is written outside the template."""
@@ -623,6 +645,7 @@ def extract(
                         metadata_pointer=at + "/metadata",
                         containers=tuple(_containers_of(spec)),
                         shm_provided=_ray_shm(_node_at(obj, path[:-1])) if loc.ray_shm else (),
+                        owner_supplied=trainer_containers(obj, spec) if loc.trainer_runtime else (),
                     )
                 )
             elif loc.shape == "argo":

@@ -14,7 +14,9 @@ hand out GPUs nobody allocated, so the scheduler and the kubelet believe they ar
   ``-gpu`` images, NGC) set ``NVIDIA_VISIBLE_DEVICES=all``; a container that requests no GPU gets
   every GPU of the node it lands on unless it sets ``void``.  An error when cluster facts show GPU
   nodes it can land on, a warning without facts (or for images where the value is only likely),
-  nothing when no GPU node admits it.  With a registry lookup the image config decides.
+  nothing when no GPU node admits it.  With a registry lookup the image config decides.  Not for
+  a Kubeflow Trainer runtime's ``node`` containers: the TrainJob that runs the runtime sets their
+  image and their GPUs (``resourcesPerNode``), so the template's defaults decide neither.
 * **``envFrom``** a ConfigMap or Secret whose keys (with the ``prefix``) may define a device
   variable: gpuguard cannot read them at admission, so a warning (GPU containers, or pods that can
   land on GPU nodes; info without facts).
@@ -276,7 +278,7 @@ def _violations(ctx: RuleContext) -> Iterator[Violation]:
         set_by_env = yield from _env_violations(ctx, c, with_gpus, share)
         if NVIDIA_DEVICE_ENV not in set_by_env:
             yield from _env_from_violations(ctx, c, with_gpus, reach)
-            if not with_gpus:
+            if not with_gpus and c.path not in ctx.pod.owner_supplied:
                 yield from _image_violations(ctx, c, reach)
         yield from _mount_violations(ctx, c)
     yield from _annotation_violations(ctx)

@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from policies.applicability import Applies
-from policies.placeholders import placeholder_in
+from policies.placeholders import quantity_placeholder_in
 from policies.quantity import try_parse
 from policies.resources import is_extended
 from policies.rule import NeedsFacts, Option, RuleContext
@@ -101,7 +101,7 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     for c in ctx.pod.containers:
         for which in _WHICH:
             for name, value in c.resource_map(which).items():
-                if not isinstance(name, str) or not is_extended(name) or placeholder_in(value):
+                if not isinstance(name, str) or not is_extended(name) or quantity_placeholder_in(value):
                     continue  # an unrendered placeholder is an input error, not a quantity
                 if value is None:
                     other = c.resource_map("requests" if which == "limits" else "limits").get(name)

@@ -10,8 +10,14 @@ from typing import Any
 import pytest
 
 from policies import evaluate
-from policies.placeholders import find_placeholders, placeholder_in, requests_by_placeholder
+from policies.placeholders import (
+    find_placeholders,
+    placeholder_in,
+    quantity_placeholder_in,
+    requests_by_placeholder,
+)
 from policies.podspec import extract
+from tests.support.proc import gpuguard
 
 CUDA = "nvidia/cuda:12.4.1-base-ubuntu22.04"  # its image config sets NVIDIA_VISIBLE_DEVICES=all
 
@@ -86,3 +92,39 @@ def test_lint_reports_a_bare_placeholder_as_an_input_error_at_its_line(tmp_path:
     assert error["line"] == 10
     assert error["message"].startswith("unrendered placeholder $GPU_PER_NODE where a quantity belongs")
     assert report["findings"] == []
+
+
+@pytest.mark.parametrize(
+    ("value", "found"),
+    [
+        ("PLACEHOLDER_NUM_GPU_PER_NODE", "PLACEHOLDER_NUM_GPU_PER_NODE"),  # replaced by a setup script's sed
+        ("NUM_GPUS", "NUM_GPUS"),
+        ("<number-of-gpus>", "<number-of-gpus>"),
+        ("$GPUS", "$GPUS"),
+        # Not tokens: one word, lower case, a quantity, a half-written token.
+        ("GPUS", None), ("num_gpus", None), ("8", None), ("1Gi", None), ("_GPU", None), ("GPU_", None),
+        ("2_GPUS", None), (8, None), (None, None),
+    ],
+)
+def test_quantity_placeholders_include_substitution_tokens(value: Any, found: str | None) -> None:
+    assert quantity_placeholder_in(value) == found
+
+
+def test_a_sed_token_is_a_placeholder_in_quantities_only() -> None:
+    obj = pod(
+        {"nvidia.com/gpu": "PLACEHOLDER_NUM_GPU_PER_NODE", "vpc.amazonaws.com/efa": "PLACEHOLDER_NUM_EFA_PER_NODE"},
+        # A label value may well be such a token: node selection is not read this way.
+        nodeSelector={"pool": "GPU_POOL_A"},
+    )
+    ev = evaluate(obj)
+    assert [p.text for p in ev.placeholders] == ["PLACEHOLDER_NUM_GPU_PER_NODE", "PLACEHOLDER_NUM_EFA_PER_NODE"]
+    assert not [f for f in ev.findings if f.rule in ("gpu-whole-number", "gpu-device-access-bypass")]
+
+
+def test_a_sed_token_as_a_gpu_quantity_in_the_cli_is_an_input_error(tmp_path: Path) -> None:
+    manifest = tmp_path / "raycluster.yaml"
+    manifest.write_text(json.dumps(pod({"nvidia.com/gpu": "PLACEHOLDER_NUM_GPU_PER_NODE"})))
+    result = gpuguard("lint", str(manifest))
+    assert result.code == 2, result.stderr
+    assert "unrendered placeholder PLACEHOLDER_NUM_GPU_PER_NODE where a quantity belongs" in result.stdout + result.stderr
+    assert "gpu-whole-number" not in result.stdout

@@ -9,7 +9,9 @@ from typing import Any
 
 import yaml
 
-from policies import evaluate
+from gpuguard.sources.snapshot import load_cluster_facts
+from policies import ClusterFacts, evaluate
+from policies.config import Config
 from policies.podspec import extract
 from policies.types import Severity
 from tests.support.paths import FIXTURES
@@ -142,3 +144,52 @@ def test_new_kinds_with_gpu_pods_get_findings() -> None:
         assert "gpu-limit-missing" in rules_of(obj), name
     revision = load("knative-revision.yaml")
     assert evaluate(revision).gpu_related
+
+
+def _trainer_runtime(kind: str = "ClusterTrainingRuntime", **mpi: Any) -> dict[str, Any]:
+    """A Kubeflow Trainer runtime as kubeflow/trainer ships them (manifests/base/runtimes): NGC JAX
+    image (NVIDIA_VISIBLE_DEVICES=all), no resources, plus a sidecar the TrainJob does not touch."""
+    ngc = "nvcr.io/nvidia/jax:25.10-py3"
+    containers = [{"name": "node", "image": ngc}, {"name": "launcher", "image": ngc},
+                  {"name": "sidecar", "image": ngc}]
+    ml_policy: dict[str, Any] = {"numNodes": 1, "mpi": mpi} if mpi else {"numNodes": 1, "jax": {}}
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": kind,
+        "metadata": {"name": "jax-distributed"},
+        "spec": {"mlPolicy": ml_policy, "template": {"spec": {"replicatedJobs": [{
+            "name": "node",
+            "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                         "spec": {"template": {"spec": {"containers": containers}}}},
+        }]}}},
+    }
+
+
+def _bypassed(obj: dict[str, Any], facts: ClusterFacts | None = None, config: Config | None = None) -> list[str]:
+    return sorted(
+        f.path.split("/containers/")[1].split("/")[0]
+        for f in evaluate(obj, config, facts).findings if f.rule == "gpu-device-access-bypass"
+    )
+
+
+def test_trainer_runtime_node_containers_get_image_and_gpus_from_the_trainjob() -> None:
+    # kubeflow/trainer pkg/runtime/framework/plugins/jobset/builder.go (Builder.Trainer): containers
+    # named "node" get the TrainJob's image and resourcesPerNode; "launcher" only with runLauncherAsNode.
+    for kind in ("ClusterTrainingRuntime", "TrainingRuntime"):
+        obj = _trainer_runtime(kind)
+        (template,) = extract(obj)
+        assert template.owner_supplied == (("containers", 0),)
+        assert _bypassed(obj) == ["1", "2"]
+    as_node = _trainer_runtime(runLauncherAsNode=True)
+    assert extract(as_node)[0].owner_supplied == (("containers", 0), ("containers", 1))
+    assert _bypassed(as_node) == ["2"]
+    assert _bypassed(_trainer_runtime(runLauncherAsNode=False)) == ["1", "2"]
+
+
+def test_trainer_runtimes_differing_only_in_the_launcher_policy_are_judged_apart() -> None:
+    """The memo key carries what the extractor took from mlPolicy (one warm snapshot, both orders)."""
+    plain, as_node = _trainer_runtime(runLauncherAsNode=False), _trainer_runtime(runLauncherAsNode=True)
+    for first, second, expected in ((plain, as_node, ["2"]), (as_node, plain, ["1", "2"])):
+        facts, config = load_cluster_facts("sample"), Config()
+        evaluate(copy.deepcopy(first), config, facts)
+        assert _bypassed(copy.deepcopy(second), facts, config) == expected

@@ -266,8 +266,8 @@ def report(records: Sequence[Mapping[str, Any]]) -> str:
     for (c, rule), t in sorted(per_rule.items(), key=lambda kv: (list(CONTEXTS).index(kv[0][0]), kv[0][1])):
         out.append(f"  {c:<11} {rule:<28} {_pct(t):>5}  ({t.earned}/{t.earned + t.false})")
     classes = false_classes(records)
+    out.append("false findings by class of misreading:" + ("" if classes else " none"))
     if classes:
-        out.append("false findings by class of misreading:")
         for (c, rule, cls), n in sorted(classes.items(), key=lambda kv: (list(CONTEXTS).index(kv[0][0]), kv[0][1], kv[0][2])):
             out.append(f"  {c:<11} {rule:<28} {cls}: {n}")
     return "\n".join(out) + "\n"

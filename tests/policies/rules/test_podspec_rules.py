@@ -397,3 +397,39 @@ def test_a_host_path_at_dev_shm_is_judged_by_what_it_mounts(host_path: str, seve
     assert finding.fix == ()
     if severity is Severity.INFO:
         assert "not a memory-backed" not in finding.message
+
+
+@pytest.mark.parametrize(
+    ("image", "command", "severity"),
+    [
+        ("busybox:1.36", ["sh", "-c", "sleep 3600"], Severity.INFO),  # KAI-Scheduler's demos
+        ("ubuntu", ["bash", "-c", "echo started; sleep 600"], Severity.INFO),
+        ("docker.io/library/python:3.11", ["python", "serve.py"], Severity.INFO),
+        # A framework installed or launched at run time needs the shared memory after all.
+        ("python:3.11", ["sh", "-c", "pip install torch && torchrun --nproc-per-node 4 train.py"], Severity.WARNING),
+        ("ubuntu:22.04", ["mpirun", "-np", "4", "./app"], Severity.WARNING),
+        # Not a plain base image: NGC PyTorch has NCCL; a private copy of ubuntu is not Docker's.
+        ("nvcr.io/nvidia/pytorch:24.05-py3", ["sleep", "3600"], Severity.WARNING),
+        ("registry.example.com/library/ubuntu:22.04", ["sleep", "3600"], Severity.WARNING),
+    ],
+)
+def test_shared_memory_on_a_plain_base_image_that_installs_nothing_is_info(
+    image: str, command: list[str], severity: Severity
+) -> None:
+    obj = pod(container(image=image, command=command, resources=limits({"nvidia.com/gpu": 4})))
+    [f] = findings(obj, "gpu-shared-memory")
+    assert f.severity == severity
+    if severity == Severity.INFO:
+        assert not f.fix and "plain OS/language base image" in f.message
+    else:
+        assert f.fix and "64 MiB /dev/shm" in f.message
+
+
+def test_shared_memory_idle_plain_image_keeps_findings_on_a_misconfigured_mount() -> None:
+    obj = pod(
+        container(image="ubuntu", command=["sleep", "60"], resources=limits({"nvidia.com/gpu": 2}),
+                  volumeMounts=[{"name": "shm", "mountPath": "/dev/shm"}]),
+        volumes=[{"name": "shm", "emptyDir": {}}],
+    )
+    [f] = findings(obj, "gpu-shared-memory")
+    assert f.severity == Severity.WARNING and "disk-backed" in f.message
