@@ -46,10 +46,11 @@ from gpuguard.sources.configmodel import load_config  # noqa: E402
 from gpuguard.sources.loader import parse_text  # noqa: E402
 from gpuguard.sources.snapshot import load_cluster_facts  # noqa: E402
 from policies.config import Config  # noqa: E402
-from policies.engine import Evaluation, evaluate  # noqa: E402
+from policies.engine import evaluate  # noqa: E402
 from policies.facts import ClusterFacts  # noqa: E402
 from policies.images import ImageConfig, ImageFacts, ImageLookup  # noqa: E402
 from policies.registry import RULES  # noqa: E402
+from tests.support.evaluation_text import evaluation_lines  # noqa: E402
 from webhook import admission  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus"
@@ -77,20 +78,6 @@ class FixtureImages:
 
     def lookup(self, image: str, arch: str) -> ImageLookup | None:
         return self.known.get(image)
-
-
-def _canon(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=repr).decode()
-
-
-def evaluation_lines(ev: Evaluation) -> Iterator[str]:
-    for f in ev.findings:
-        yield "finding " + _canon(f.to_dict() | {"severity_value": int(f.severity)})
-    yield "skipped " + _canon(list(ev.skipped_rules))
-    yield "placeholders " + _canon([[p.path, p.text, p.what] for p in ev.placeholders])
-    yield "ignore " + _canon([[u.pointer, u.rules, u.unknown, u.honoured] for u in ev.ignore_uses])
-    yield f"flags exempt={ev.exempt} gpu_related={ev.gpu_related}"
-    yield "patch " + _canon([op.to_dict() for op in ev.patch()])
 
 
 def review_lines(body: bytes, facts: ClusterFacts) -> Iterator[str]:

@@ -4,8 +4,10 @@ The engine memoises per facts snapshot (scheduling analyses, rule results per po
 pairs, derived facts), and live facts pass memo entries on to the snapshot that follows.  A key
 that leaves out something a rule reads gives a stale answer only when two objects meet on one warm
 snapshot — which the rule fixtures alone never do (each builds fresh facts).  So here every rule
-fixture (bad, good and fixed documents, with the rule's config, cluster and image facts) and every
-document of the public corpus is judged:
+fixture (bad, good and fixed documents, with the rule's config, cluster and image facts), every
+document of the public corpus (every folder of tests/corpus) and the webhook benchmarks' generated
+streams (distinct reviews and controller replicas, bench/distinct_reviews.py, on a heterogeneous
+60-node fleet from bench/fleet.py) is judged:
 
 * fresh: on facts built for that document alone;
 * warm: all documents of a group on one shared snapshot, in three random orders;
@@ -38,6 +40,8 @@ from policies.engine import Evaluation
 from policies.images import ImageFacts
 from policies.reads import ASPECTS
 from tests.policies.rules.test_rule_fixtures import _images
+from tests.support.bench_modules import bench_module
+from tests.support.evaluation_text import evaluation_lines
 from tests.support.paths import CORPUS, EXAMPLES, FIXTURES
 
 RULE_FIXTURES = FIXTURES / "rules"
@@ -45,16 +49,7 @@ SEEDS = (1, 2, 3)
 
 
 def canonical(ev: Evaluation) -> str:
-    def canon(value: Any) -> str:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=repr).decode()
-
-    lines = [canon(f.to_dict() | {"severity_value": int(f.severity)}) for f in ev.findings]
-    lines.append(canon(list(ev.skipped_rules)))
-    lines.append(canon([[p.path, p.text, p.what] for p in ev.placeholders]))
-    lines.append(canon([[u.pointer, u.rules, u.unknown, u.honoured] for u in ev.ignore_uses]))
-    lines.append(f"exempt={ev.exempt} gpu_related={ev.gpu_related}")
-    lines.append(canon([op.to_dict() for op in ev.patch()]))
-    return "\n".join(lines)
+    return "\n".join(evaluation_lines(ev))
 
 
 @dataclass
@@ -89,9 +84,24 @@ def groups() -> Iterator[Group]:
         docs = [d for n in ("bad.yaml", "good.yaml", "fixed.yaml") if (rule_dir / n).exists()
                 for d in _documents(rule_dir / n)]
         yield Group(f"rules/{rule_dir.name}", config, cluster, _images(rule_dir), docs)
-    corpus = [d for p in sorted((CORPUS / "real").rglob("*.y*ml")) for d in _documents(p)]
+    corpus = [d for p in sorted(CORPUS.rglob("*.y*ml")) for d in _parsed(p)]
     for name, cluster in (("example", example), ("none", [])):
         yield Group(f"corpus@{name}", Config(), cluster, None, corpus)
+    # The webhook benchmarks' streams: distinct reviews and the replicas a controller creates, on a
+    # heterogeneous fleet.
+    streams, fleet = bench_module("distinct_reviews"), bench_module("fleet")
+    bodies = (*streams.reviews(48), *streams.replica_reviews(48, replicas=6))
+    generated = [orjson.loads(r)["request"]["object"] for r in bodies]
+    fleet_objects = [*fleet.fleet(60), *fleet.runtime_classes()]
+    yield Group("generated@fleet", Config(), fleet_objects, None, generated)
+
+
+def _parsed(path: Path) -> list[Any]:
+    """The documents of a corpus file; none for files that are not YAML (unrendered templates)."""
+    try:
+        return _documents(path)
+    except yaml.YAMLError:
+        return []
 
 
 GROUPS = {g.name: g for g in groups()}
