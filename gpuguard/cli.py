@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "lint": ("linter.cmd_lint", "lint Kubernetes manifests for GPU problems"),
@@ -35,10 +35,24 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _version() -> str:
+    import importlib.metadata  # ~65 ms: only for --version
+
     try:
         return importlib.metadata.version("gpuguard")
     except importlib.metadata.PackageNotFoundError:
         return "unknown (not installed)"
+
+
+class _VersionAction(argparse.Action):
+    """argparse's ``version`` action, reading the installed version only when asked."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        sys.stdout.write(f"gpuguard {_version()}\n")
+        parser.exit()
 
 
 def program_name(argv0: str | None = None) -> str:
@@ -59,7 +73,7 @@ def build_parser(only: str | None = None, prog: str = "gpuguard") -> argparse.Ar
         prog=prog,
         description="Will this pod get a working GPU? GPU policy checks for Kubernetes.",
     )
-    parser.add_argument("--version", action="version", version=f"gpuguard {_version()}")
+    parser.add_argument("--version", action=_VersionAction, help="show program's version number and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)

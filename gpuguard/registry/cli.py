@@ -11,14 +11,16 @@ import argparse
 import asyncio
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gpuguard.registry.auth import CredentialStore
 from gpuguard.registry.cache import DiskStore, cache_dir
-from gpuguard.registry.client import ClientOptions, RegistryClient, RegistryError
 from gpuguard.registry.facts import Pair, ResolvedImages
-from gpuguard.registry.resolver import Resolver
 from policies.images import ImageLookup
 from policies.registry_config import RegistryConfigError, RegistrySettings, normalise_insecure
+
+if TYPE_CHECKING:
+    from gpuguard.registry.resolver import Resolver
 
 MAX_PARALLEL = 8
 
@@ -65,6 +67,10 @@ def effective_settings(configured: RegistrySettings, args: argparse.Namespace) -
 
 
 def open_resolver(settings: RegistrySettings) -> tuple[Resolver, DiskStore]:
+    # The HTTP client (httpx, ~85 ms to import) is loaded only by runs that look images up.
+    from gpuguard.registry.client import ClientOptions, RegistryClient, RegistryError
+    from gpuguard.registry.resolver import Resolver
+
     try:
         client = RegistryClient(ClientOptions.from_settings(settings), CredentialStore.load())
     except RegistryError as exc:
