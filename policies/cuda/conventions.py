@@ -264,6 +264,19 @@ def _no_cuda_image(ref: ImageRef) -> Offline | None:
     return Offline("no-cuda", source=f"{entry[0]}: an image built without CUDA", convention="no-cuda-image")
 
 
+def without_nccl(reference: str) -> str | None:
+    """What the image is, when it is known to carry neither NCCL nor PyTorch: a plain OS/language
+    base image (no CUDA at all) or a CUDA sample built on a CUDA base image; else None."""
+    ref = parse_image(reference)
+    if ref is None:
+        return None
+    if _plain(ref) is not None:
+        return "a plain OS/language base image (no CUDA, so no NCCL or PyTorch)"
+    registry = "docker.io" if _on_docker_hub(ref) else ref.registry
+    entry = tables().no_nccl.get(f"{registry}/{ref.repository}")
+    return f"{entry[0]}, built without NCCL or PyTorch" if entry is not None else None
+
+
 DIGEST_NOTE = "by its tag; the runtime pulls the pinned digest, whose config a registry lookup reads"
 
 

@@ -7,7 +7,8 @@
 * ``tensorflow_cuda.json`` — TensorFlow release → CUDA (tested build configurations);
 * ``vllm_cuda.json`` — vLLM release → CUDA per architecture (release pipeline and Dockerfile);
 * ``plain_images.json`` — Docker Official Images that carry no CUDA;
-* ``no_cuda_images.json`` — other image repositories that carry no CUDA (ROCm, Kubernetes test images).
+* ``no_cuda_images.json`` — other image repositories that carry no CUDA (ROCm, Kubernetes test images);
+* ``no_nccl_images.json`` — CUDA image repositories that carry neither NCCL nor PyTorch (CUDA samples).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ TABLE_FILES = (
     "vllm_cuda.json",
     "plain_images.json",
     "no_cuda_images.json",
+    "no_nccl_images.json",
 )
 
 
@@ -56,6 +58,7 @@ class Tables:
     vllm: dict[str, dict[str, Row]]  # version → arch → row
     plain: dict[str, str]  # Docker Hub library name → source
     no_cuda: dict[str, tuple[str, str]]  # "registry/repository" → (what it is, source)
+    no_nccl: dict[str, tuple[str, str]]  # "registry/repository" → (what it is, source)
 
     def convention(self, convention_id: str) -> str:
         return self.conventions[convention_id]
@@ -125,7 +128,8 @@ def _load() -> Tables:
     }
     plain = {str(r["name"]): r["source"] for r in _rows("plain_images.json")}
     no_cuda = {str(r["image"]): (str(r["what"]), r["source"]) for r in _rows("no_cuda_images.json")}
-    return Tables(conventions, ngc, _infer_for(), variants, _unresolved(), tensorflow, vllm, plain, no_cuda)
+    no_nccl = {str(r["image"]): (str(r["what"]), r["source"]) for r in _rows("no_nccl_images.json")}
+    return Tables(conventions, ngc, _infer_for(), variants, _unresolved(), tensorflow, vllm, plain, no_cuda, no_nccl)
 
 
 @cache

@@ -25,7 +25,10 @@ hand out GPUs nobody allocated, so the scheduler and the kubelet believe they ar
 * **``hostPath`` volumes of device nodes** (``/dev/nvidia*``, ``/dev/dri``), also as a ``subPath`` of
   a mount of ``/dev`` (a ``subPathExpr`` there is reported too);
 * **privileged containers** get every device node of the host: an error in a pod that uses GPUs,
-  a warning in one that does not but can land on GPU nodes (info without facts).
+  a warning in one that does not but can land on GPU nodes (info without facts).  A GPU pod that
+  requests every GPU of each node it can land on (cluster facts), or without known nodes 8 or more
+  (a whole HGX/DGX server), gets info: it sees nothing it was not allocated, unless its nodes have
+  more GPUs.
 
 Node configuration that closes a path (rule options): ``envvarWhenUnprivileged: false`` when the
 nodes' NVIDIA Container Toolkit sets ``accept-nvidia-visible-devices-envvar-when-unprivileged =
@@ -97,7 +100,7 @@ from policies.signals import (
     kai_share_container,
     mounted_device_path,
 )
-from policies.types import Severity, Violation
+from policies.types import RelPath, Severity, Violation
 
 ID = "gpu-device-access-bypass"
 DEFAULT_SEVERITY = Severity.ERROR
@@ -493,6 +496,62 @@ def _volume_violations(ctx: RuleContext) -> Iterator[Violation]:
             )
 
 
+# The largest GPU servers in common use hold 8 GPUs: NVIDIA's HGX H100/H200/B200 systems
+# (mlcommons/inference_results_v4.1 closed/NVIDIA/systems/H200-SXM-141GBx8*.json:
+# "accelerators_per_node": 8) and, among EC2's GPU instance types, no more than 8
+# (policies/data/aws_gpu_instance_types.json: p4de, p5, p5e, p5en, p6-b200, p6-b300), so a pod asking
+# for that many usually holds a whole node; a larger one (16-GPU machines exist) is why it stays info.
+WHOLE_SERVER_GPUS = 8
+
+
+def _holds_every_gpu(ctx: RuleContext) -> bool | None:
+    """Whether the pod's GPU requests cover every GPU resource of each GPU node its selectors admit
+    (then privileged mode exposes nothing it was not allocated); None when no such node is known."""
+    requests = ctx.gpu_requests()
+    if not requests or not ctx.has_facts or not ctx.pod.scheduling_known:
+        return None
+    verdicts = []
+    for verdict in ctx.verdicts():
+        rep = verdict.group.representative
+        gpus = {n: q for n, q in rep.allocatable.items() if ctx.is_gpu(n) and q > 0}
+        # Taints aside: a pod that does not tolerate them yet is meant for these nodes all the same.
+        if not (verdict.selector_ok and verdict.schedulable) or not gpus:
+            continue
+        verdicts.append(not rep.dra_served and all(requests.get(n, 0) >= q for n, q in gpus.items()))
+    return all(verdicts) if verdicts else None
+
+
+def _privileged_with_gpus(ctx: RuleContext, c: ContainerRef, path: RelPath) -> Violation:
+    holds = _holds_every_gpu(ctx)
+    most = max((int(q) for q in ctx.gpu_requests().values()), default=0)
+    if holds:
+        return Violation(
+            message=(
+                f"container {c.name!r} is privileged and sees every GPU of its node, but the pod requests all of "
+                "them on every GPU node it can land on: nothing it was not allocated"
+            ),
+            path=path,
+            severity=Severity.INFO,
+        )
+    if holds is None and most >= WHOLE_SERVER_GPUS:
+        return Violation(
+            message=(
+                f"container {c.name!r} is privileged and sees every GPU of its node; the pod requests {most}, all "
+                f"of an {WHOLE_SERVER_GPUS}-GPU server, but on a node with more it sees GPUs it was not allocated "
+                "(lint with --cluster to know)"
+            ),
+            path=path,
+            severity=Severity.INFO,
+        )
+    return Violation(
+        message=(
+            f"container {c.name!r} is privileged in a pod that uses GPUs; privileged containers see every "
+            f"GPU of the node, not only the allocated ones: remove securityContext.privileged"
+        ),
+        path=path,
+    )
+
+
 def _privileged_violations(ctx: RuleContext, reach: _Reach, shared: bool) -> Iterator[Violation]:
     uses_gpus = shared or bool(ctx.gpu_requests()) or any(_requests_devices(ctx, c) for c in ctx.pod.containers)
     for c in ctx.pod.containers:
@@ -501,13 +560,7 @@ def _privileged_violations(ctx: RuleContext, reach: _Reach, shared: bool) -> Ite
             continue
         path = (*c.path, "securityContext", "privileged")
         if uses_gpus:
-            yield Violation(
-                message=(
-                    f"container {c.name!r} is privileged in a pod that uses GPUs; privileged containers see every "
-                    f"GPU of the node, not only the allocated ones: remove securityContext.privileged"
-                ),
-                path=path,
-            )
+            yield _privileged_with_gpus(ctx, c, path)
             continue
         severity = reach.grade(Severity.WARNING, Severity.INFO)
         if severity is None:

@@ -29,10 +29,11 @@ shares the node's shared memory with the node and every other pod that mounts it
 writes there outlives it, so it is reported as **info**, without a fix (an emptyDir with medium
 Memory gives the pod its own; whether sharing was meant is for a person to say).
 
-A container whose image is a plain OS or language base image (a Docker Official Image such as
-``ubuntu``, ``busybox`` or ``python``: no CUDA, so no NCCL, which is built on it, and no PyTorch
-DataLoader; policies/data/plain_images.json) and whose command and args install nothing and start
-no distributed launcher (``sleep 3600`` in a scheduler demo) has nothing that needs more than
+A container whose image carries neither NCCL nor PyTorch — a plain OS or language base image (a
+Docker Official Image such as ``ubuntu``, ``busybox`` or ``python``: no CUDA, so no NCCL, which is
+built on it; policies/data/plain_images.json) or a CUDA sample built on a CUDA base image (NVIDIA's
+k8s-samples, policies/data/no_nccl_images.json) — and whose command and args install nothing and
+start no distributed launcher (``sleep 3600`` in a scheduler demo) has nothing that needs more than
 64 MiB: **info**, without a fix.  A command that installs or launches a framework at run time
 (``pip install torch && torchrun …``) keeps the warning.
 
@@ -66,7 +67,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from policies.applicability import Applies
-from policies.cuda.conventions import offline_cuda
+from policies.cuda.conventions import without_nccl
 from policies.kserve import merge_maps
 from policies.podspec import SHM_PATH, ContainerRef, is_shm_mount
 from policies.rule import NeedsFacts, Option, RuleContext
@@ -189,25 +190,25 @@ _MAX_COMMAND_WORDS = 256
 _MAX_WORD_CHARS = 65536
 
 
-def _plain_image_idle(c: ContainerRef) -> bool:
-    """Whether the container runs a plain OS/language base image and its command sets up nothing
-    that needs shared memory."""
+def _idle_image(c: ContainerRef) -> str | None:
+    """What the container's image is, when it carries neither NCCL nor PyTorch and the command sets
+    up nothing that needs shared memory; else None."""
     image = c.container.get("image")
-    if not isinstance(image, str) or offline_cuda(image).convention != "plain-os":
-        return False
+    what = without_nccl(image) if isinstance(image, str) else None
+    if what is None:
+        return None
     words = [*as_list(c.container.get("command")), *as_list(c.container.get("args"))][:_MAX_COMMAND_WORDS]
-    return not any(
-        isinstance(w, str) and any(f in w[:_MAX_WORD_CHARS].lower() for f in _FRAMEWORK_WORDS) for w in words
-    )
+    if any(isinstance(w, str) and any(f in w[:_MAX_WORD_CHARS].lower() for f in _FRAMEWORK_WORDS) for w in words):
+        return None
+    return what
 
 
-def _idle(c: ContainerRef, gpus: int) -> Violation:
+def _idle(c: ContainerRef, gpus: int, what: str) -> Violation:
     return Violation(
         message=(
             f"container {c.name!r} uses {gpus} GPUs with only the runtime's 64 MiB /dev/shm, but its image "
-            f"{text(c.container.get('image'), 120)!r} is a plain OS/language base image (no CUDA, so no NCCL or "
-            "PyTorch) and its command installs nothing: if it runs multi-GPU work later, mount an emptyDir "
-            "with medium: Memory at /dev/shm"
+            f"{text(c.container.get('image'), 120)!r} is {what} and its command installs nothing: if it runs "
+            "NCCL or DataLoader work later, mount an emptyDir with medium: Memory at /dev/shm"
         ),
         path=c.path,
         severity=Severity.INFO,
@@ -218,8 +219,9 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
     found = _shm_mount(c)
     if found is None and ctx.pod.unseen_bases:
         return _unseen(ctx, c, gpus)
-    if found is None and _plain_image_idle(c):
-        return _idle(c, gpus)
+    idle = _idle_image(c) if found is None else None
+    if idle is not None:
+        return _idle(c, gpus, idle)
     if found is None:
         name, volume_ops = _add_volume_ops(ctx)
         at = (*c.path, "volumeMounts") if isinstance(c.container.get("volumeMounts"), list) else c.path

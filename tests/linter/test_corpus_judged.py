@@ -37,14 +37,20 @@ def _key_text(key: jc.Key) -> str:
 # ---------------------------------------------------------------------------------------- the corpus
 
 
-@pytest.fixture(scope="module")
-def now() -> list[jc.Finding]:
-    return jc.current()
+@pytest.fixture(scope="module", params=list(jc.CORPORA))
+def corpus(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
 
 
 @pytest.fixture(scope="module")
-def records() -> list[dict[str, Any]]:
-    return jc.load()
+def now(corpus: str) -> list[jc.Finding]:
+    return jc.current(corpus=jc.CORPORA[corpus][0])
+
+
+@pytest.fixture(scope="module")
+def records(corpus: str) -> list[dict[str, Any]]:
+    return jc.load(jc.CORPORA[corpus][1])
 
 
 @pytest.mark.slow
@@ -101,6 +107,20 @@ def test_precision_per_context_never_falls(context: str, records: list[dict[str,
 def test_readme_states_the_judged_precision(records: list[dict[str, Any]]) -> None:
     readme = jc.README.read_text(encoding="utf-8")
     assert jc.markdown(records) in readme, "README's judged-precision tables are stale: python -m tests.support.judge_corpus --markdown"
+
+
+def test_the_holdout_corpus_is_sourced_and_new() -> None:
+    """Every holdout file has a SOURCES.tsv row and a licence text, and none repeats a file of any
+    other corpus (fresh included): it was gathered after the fixes made on fresh."""
+    with (jc.HOLDOUT / "SOURCES.tsv").open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    files = {p.relative_to(jc.HOLDOUT).as_posix() for p in jc.HOLDOUT.rglob("*.y*ml")}
+    assert {r["file"] for r in rows} == files
+    assert len(files) >= 25 and len({r["repo"] for r in rows}) >= 8
+    assert all(len(r["commit"]) == 40 and r["repo"].count("/") == 1 for r in rows)
+    assert {r["license"] for r in rows} <= {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
+    older = {p.read_bytes() for d in ("real", "gangs", "helm-templates", "fresh") for p in (CORPUS / d).rglob("*.y*ml")}
+    assert not [f for f in files if (jc.HOLDOUT / f).read_bytes() in older]
 
 
 def test_the_fresh_corpus_is_sourced_and_new() -> None:

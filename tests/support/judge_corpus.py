@@ -40,6 +40,11 @@ from tests.support.paths import CORPUS, FIXTURES, ROOT
 
 FRESH = CORPUS / "fresh"
 JUDGED = FIXTURES / "corpus-judged.json"
+HOLDOUT = CORPUS / "holdout"
+HOLDOUT_JUDGED = FIXTURES / "corpus-holdout-judged.json"
+# Each judged corpus and its judgements: ``fresh`` (what the misreadings were found and fixed on) and
+# ``holdout`` (gathered after those fixes, judged as linted: never tuned on).
+CORPORA: dict[str, tuple[Path, Path]] = {"fresh": (FRESH, JUDGED), "holdout": (HOLDOUT, HOLDOUT_JUDGED)}
 CLUSTERS = FIXTURES / "clusters"
 README = ROOT / "README.md"
 JUDGED_SEVERITIES = ("error", "warning")
@@ -180,11 +185,11 @@ def merge(records: Sequence[Mapping[str, Any]], now: Sequence[Finding]) -> tuple
     return merged, added, dropped
 
 
-def write(records: Sequence[Mapping[str, Any]], path: Path = JUDGED) -> None:
+def write(records: Sequence[Mapping[str, Any]], path: Path = JUDGED, corpus: Path = FRESH) -> None:
     """Write the judgements atomically (a temporary file renamed over the old one)."""
     data = {
-        "about": "Verdicts on every error and warning of `gpuguard lint` over tests/corpus/fresh in each "
-                 "context; see tests/support/judge_corpus.py.",
+        "about": f"Verdicts on every error and warning of `gpuguard lint` over {corpus.relative_to(ROOT).as_posix()} "
+                 "in each context; see tests/support/judge_corpus.py.",
         "contexts": CONTEXTS,
         "judgements": list(records),
     }
@@ -277,14 +282,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.support.judge_corpus", description=__doc__.split("\n\n")[0])
     parser.add_argument("--update", action="store_true", help="add new findings (verdict null), drop vanished ones")
     parser.add_argument("--markdown", action="store_true", help="print the README tables")
+    parser.add_argument("--corpus", choices=list(CORPORA), default="fresh", help="which judged corpus (default: fresh)")
     args = parser.parse_args(argv)
-    records = load() if JUDGED.exists() else []
+    corpus, judged = CORPORA[args.corpus]
+    records = load(judged) if judged.exists() else []
     if args.markdown:
         sys.stdout.write(markdown(records))
         return 0
-    merged, added, dropped = merge(records, current())
+    merged, added, dropped = merge(records, current(corpus=corpus))
     if args.update:
-        write(merged)
+        write(merged, judged, corpus)
         records = merged
     for key in added:
         print(f"{'added' if args.update else 'unjudged'}: {' '.join(map(str, key))}")
@@ -293,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout.write(report(merged if args.update else records))
     unjudged = sum(1 for r in merged if r["verdict"] not in VERDICTS)
     if unjudged:
-        print(f"{unjudged} findings have no verdict yet: fill them in {JUDGED.relative_to(ROOT)}")
+        print(f"{unjudged} findings have no verdict yet: fill them in {judged.relative_to(ROOT)}")
     return 0 if not unjudged and not (dropped and not args.update) else 1
 
 

@@ -26,6 +26,7 @@ REQUIRED_KEYS = {
     "vllm_cuda.json": {"version", "cuda", "source"},
     "plain_images.json": {"name", "source"},
     "no_cuda_images.json": {"image", "what", "source"},
+    "no_nccl_images.json": {"image", "what", "source"},
 }
 
 
@@ -41,6 +42,7 @@ ORDER_KEYS: dict[str, Any] = {
     "vllm_cuda.json": lambda r: _version_key(r["version"]),
     "plain_images.json": lambda r: r["name"],
     "no_cuda_images.json": lambda r: r["image"],
+    "no_nccl_images.json": lambda r: r["image"],
 }
 
 

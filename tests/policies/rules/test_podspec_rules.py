@@ -408,6 +408,10 @@ def test_a_host_path_at_dev_shm_is_judged_by_what_it_mounts(host_path: str, seve
         # A framework installed or launched at run time needs the shared memory after all.
         ("python:3.11", ["sh", "-c", "pip install torch && torchrun --nproc-per-node 4 train.py"], Severity.WARNING),
         ("ubuntu:22.04", ["mpirun", "-np", "4", "./app"], Severity.WARNING),
+        # NVIDIA's CUDA samples: a CUDA base image and the sample binary, no NCCL (NVIDIA/k8s-samples).
+        ("ghcr.io/nvidia/k8s-samples:nvbandwidth-v0.7-8d103163", ["/usr/sbin/sshd", "-De"], Severity.INFO),
+        ("nvcr.io/nvidia/k8s/cuda-sample:nbody-cuda12.5.0-ubuntu22.04", ["nbody", "-benchmark"], Severity.INFO),
+        ("ghcr.io/nvidia/k8s-samples:nvbandwidth-v0.7-8d103163", ["mpirun", "nvbandwidth"], Severity.WARNING),
         # Not a plain base image: NGC PyTorch has NCCL; a private copy of ubuntu is not Docker's.
         ("nvcr.io/nvidia/pytorch:24.05-py3", ["sleep", "3600"], Severity.WARNING),
         ("registry.example.com/library/ubuntu:22.04", ["sleep", "3600"], Severity.WARNING),
@@ -420,7 +424,7 @@ def test_shared_memory_on_a_plain_base_image_that_installs_nothing_is_info(
     [f] = findings(obj, "gpu-shared-memory")
     assert f.severity == severity
     if severity == Severity.INFO:
-        assert not f.fix and "plain OS/language base image" in f.message
+        assert not f.fix and ("plain OS/language base image" in f.message or "without NCCL or PyTorch" in f.message)
     else:
         assert f.fix and "64 MiB /dev/shm" in f.message
 
@@ -433,3 +437,36 @@ def test_shared_memory_idle_plain_image_keeps_findings_on_a_misconfigured_mount(
     )
     [f] = findings(obj, "gpu-shared-memory")
     assert f.severity == Severity.WARNING and "disk-backed" in f.message
+
+
+def _privileged_pod(gpus: int) -> dict[str, Any]:
+    return pod(container(resources=limits({"nvidia.com/gpu": gpus}), securityContext={"privileged": True}))
+
+
+@pytest.mark.parametrize(
+    ("gpus", "node_gpus", "severity"),
+    [
+        (8, [8, 8], Severity.INFO),  # holds every GPU of each node it can land on
+        (8, [8, 16], Severity.ERROR),  # on the 16-GPU node it sees 8 it was not allocated
+        (4, [8], Severity.ERROR),
+        (8, None, Severity.INFO),  # no facts: a whole 8-GPU server, said as info
+        (4, None, Severity.ERROR),
+    ],
+)
+def test_privileged_gpu_pod_is_a_bypass_unless_it_holds_every_gpu_of_its_nodes(
+    gpus: int, node_gpus: list[int] | None, severity: Severity
+) -> None:
+    from policies import ClusterFacts
+    from tests.support.cluster_objects import node
+
+    facts = None
+    if node_gpus is not None:
+        facts = ClusterFacts.from_objects(
+            [node(f"n{i}", capacity=n, allocatable=n) for i, n in enumerate(node_gpus)]
+        )
+    found = [f for f in evaluate(_privileged_pod(gpus), None, facts).findings if f.rule == "gpu-device-access-bypass"]
+    assert [f.severity for f in found] == [severity], [f.message for f in found]
+    assert found[0].path == "/spec/containers/0/securityContext/privileged"
+    if severity == Severity.INFO:
+        expected = "all of an 8-GPU server" if node_gpus is None else "requests all of them on every GPU node"
+        assert expected in found[0].message
