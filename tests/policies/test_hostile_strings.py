@@ -121,11 +121,18 @@ FIELDS = ["image", "gpu quantity", "resource name", "node selector", "affinity",
           "annotations", "host paths", "runtime class", "memory and shm"]
 
 
-def _judge(obj: dict[str, Any], facts: ClusterFacts) -> tuple[float, list[str]]:
-    started = time.thread_time()
-    ev = evaluate(obj, CONFIG, facts)
-    ev.patch()
-    return time.thread_time() - started, [f.message for f in ev.findings if f.rule == "gpu-check-failed"]
+def _judge(obj: dict[str, Any], facts: ClusterFacts, runs: int = 2) -> tuple[float, list[str]]:
+    """CPU time of one evaluation and its fix rounds (the least of ``runs``: another process on the
+    same cores only ever adds to it), and the gpu-check-failed messages."""
+    spent, failures = float("inf"), []
+    for _ in range(runs):
+        copied = copy.deepcopy(obj)
+        started = time.thread_time()
+        ev = evaluate(copied, CONFIG, facts)
+        ev.patch()
+        spent = min(spent, time.thread_time() - started)
+        failures = [f.message for f in ev.findings if f.rule == "gpu-check-failed"]
+    return spent, failures
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -160,6 +167,6 @@ def test_the_issues_inputs_in_every_field(where: str, value: str) -> None:
     obj = base_pod()
     _place(obj, where, value)
     evaluate(copy.deepcopy(obj), CONFIG, FACTS)
-    spent, failures = _judge(obj, FACTS)
+    spent, failures = _judge(obj, FACTS, runs=3)
     assert not failures, (where, failures)
     assert spent < BOUND, f"{where}: {spent * 1000:.1f} ms"
