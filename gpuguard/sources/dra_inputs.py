@@ -11,16 +11,13 @@ when it reads the same text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from gpuguard.sources.yamlsafe import InputError
-from gpuguard.sources.yamlstream import ListEnd, stream
+from gpuguard.sources.picked import MAX_OBJECTS, Collector, objects_in
 from policies.dra.facts import NO_INPUTS, DraInputs, InputLayer, input_layer
 
 GROUP = "resource.k8s.io/"
 KINDS = frozenset({"DeviceClass", "ResourceClaim", "ResourceClaimTemplate"})
-MAX_OBJECTS = 10_000
 
 
 def _wanted(data: Any) -> bool:
@@ -34,21 +31,7 @@ def _wanted(data: Any) -> bool:
 
 def dra_objects(text: str, name: str, limit: int = MAX_OBJECTS) -> list[dict[str, Any]]:
     """The DeviceClasses, ResourceClaims and ResourceClaimTemplates in ``text`` (Lists flattened)."""
-    if GROUP not in text:
-        return []
-    found: list[dict[str, Any]] = []
-    for item in stream(text, name):
-        if isinstance(item, (InputError, ListEnd)):
-            continue
-        data = item.data
-        items = data.get("items") if isinstance(data, dict) else None
-        candidates: list[Any] = items if isinstance(items, list) else [data]
-        for obj in candidates:
-            if _wanted(obj):
-                found.append(obj)
-                if len(found) >= limit:
-                    return found
-    return found
+    return objects_in(text, name, GROUP, _wanted, limit)
 
 
 def layer_of(text: str, name: str) -> InputLayer | None:
@@ -56,16 +39,13 @@ def layer_of(text: str, name: str) -> InputLayer | None:
     return input_layer(objects) if objects else None
 
 
-@dataclass(slots=True)
-class DraCollector:
+class DraCollector(Collector):
     """The DRA objects of a whole run, gathered text by text."""
 
-    objects: list[dict[str, Any]] = field(default_factory=list)
+    __slots__ = ()
 
-    def add(self, text: str, name: str) -> None:
-        room = MAX_OBJECTS - len(self.objects)
-        if room > 0:
-            self.objects.extend(dra_objects(text, name, room))
+    def __init__(self) -> None:
+        super().__init__(dra_objects)
 
     def inputs(self) -> DraInputs:
         return DraInputs((input_layer(self.objects),)) if self.objects else NO_INPUTS

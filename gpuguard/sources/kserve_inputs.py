@@ -11,46 +11,25 @@ it reads the same text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from gpuguard.sources.yamlsafe import InputError
-from gpuguard.sources.yamlstream import ListEnd, stream
+from gpuguard.sources.picked import MAX_OBJECTS, Collector, objects_in
 from policies.kserve import GROUP, NO_VIEW, KServeView, is_kserve_object, kserve_objects
-
-MAX_OBJECTS = 10_000
 
 
 def kserve_objects_in(text: str, name: str, limit: int = MAX_OBJECTS) -> list[dict[str, Any]]:
     """The ServingRuntimes, ClusterServingRuntimes and LLMInferenceServiceConfigs in ``text`` (Lists
     flattened)."""
-    if GROUP not in text:
-        return []
-    found: list[dict[str, Any]] = []
-    for item in stream(text, name):
-        if isinstance(item, (InputError, ListEnd)):
-            continue
-        data = item.data
-        items = data.get("items") if isinstance(data, dict) else None
-        candidates: list[Any] = items if isinstance(items, list) else [data]
-        for obj in candidates:
-            if isinstance(obj, dict) and is_kserve_object(obj):
-                found.append(obj)
-                if len(found) >= limit:
-                    return found
-    return found
+    return objects_in(text, name, GROUP, is_kserve_object, limit)
 
 
-@dataclass(slots=True)
-class KServeCollector:
+class KServeCollector(Collector):
     """The KServe objects of a whole run, gathered text by text."""
 
-    objects: list[dict[str, Any]] = field(default_factory=list)
+    __slots__ = ()
 
-    def add(self, text: str, name: str) -> None:
-        room = MAX_OBJECTS - len(self.objects)
-        if room > 0:
-            self.objects.extend(kserve_objects_in(text, name, room))
+    def __init__(self) -> None:
+        super().__init__(kserve_objects_in)
 
     def view(self) -> KServeView:
         return NO_VIEW.nearer(kserve_objects(self.objects))
