@@ -60,9 +60,12 @@ def quantity_placeholder_in(value: Any) -> str | None:
     """The placeholder in a value where a quantity belongs: any syntax ``placeholder_in`` knows, or
     a whole value that is a substitution token."""
     found = placeholder_in(value)
-    if found is None and isinstance(value, str) and len(value) <= 128 and _TOKEN.fullmatch(value):
-        return value
-    return found
+    return found if found is not None else _token(value)
+
+
+def _token(value: Any) -> str | None:
+    """The whole value, when it is a substitution token (``_TOKEN``)."""
+    return value if isinstance(value, str) and len(value) <= 128 and _TOKEN.fullmatch(value) else None
 
 
 def requests_by_placeholder(container_resources: Mapping[str, Any], is_gpu: Callable[[str], bool]) -> bool:
@@ -121,8 +124,8 @@ def find_placeholders(pod: PodTemplate) -> list[Placeholder]:
         candidates.extend((p, v, "node selector") for p, v in _selector_values(pod.spec))
     for path, value, what in candidates:
         text = _input_placeholder(value, runtime)
-        if text is None and what == "quantity" and isinstance(value, str) and len(value) <= 128:
-            text = value if _TOKEN.fullmatch(value) else None
+        if text is None and what == "quantity":
+            text = _token(value)
         if text is not None:
             found.append(Placeholder(path, text, what))
     return found

@@ -256,9 +256,13 @@ def _plain(ref: ImageRef) -> Offline | None:
     return None
 
 
+def _repository_key(ref: ImageRef) -> str:
+    """``registry/repository``, as the repository tables key images (Docker Hub as docker.io)."""
+    return f"{'docker.io' if _on_docker_hub(ref) else ref.registry}/{ref.repository}"
+
+
 def _no_cuda_image(ref: ImageRef) -> Offline | None:
-    registry = "docker.io" if _on_docker_hub(ref) else ref.registry
-    entry = tables().no_cuda.get(f"{registry}/{ref.repository}")
+    entry = tables().no_cuda.get(_repository_key(ref))
     if entry is None:
         return None
     return Offline("no-cuda", source=f"{entry[0]}: an image built without CUDA", convention="no-cuda-image")
@@ -272,8 +276,7 @@ def without_nccl(reference: str) -> str | None:
         return None
     if _plain(ref) is not None:
         return "a plain OS/language base image (no CUDA, so no NCCL or PyTorch)"
-    registry = "docker.io" if _on_docker_hub(ref) else ref.registry
-    entry = tables().no_nccl.get(f"{registry}/{ref.repository}")
+    entry = tables().no_nccl.get(_repository_key(ref))
     return f"{entry[0]}, built without NCCL or PyTorch" if entry is not None else None
 
 

@@ -109,34 +109,43 @@ def test_readme_states_the_judged_precision(records: list[dict[str, Any]]) -> No
     assert jc.markdown(records) in readme, "README's judged-precision tables are stale: python -m tests.support.judge_corpus --markdown"
 
 
+def _sourced(folder: Path) -> tuple[list[dict[str, str]], set[str]]:
+    """The SOURCES.tsv rows of a corpus folder and its files, checked to match one to one, each row
+    with a repository and a pinned commit."""
+    with (folder / "SOURCES.tsv").open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    files = {p.relative_to(folder).as_posix() for p in folder.rglob("*.y*ml")}
+    assert {r["file"] for r in rows} == files
+    assert all(len(r["commit"]) == 40 and r["repo"].count("/") == 1 for r in rows)
+    return rows, files
+
+
+def _repeated(folder: Path, files: set[str], older: set[bytes]) -> list[str]:
+    return [f for f in files if (folder / f).read_bytes() in older]
+
+
 def test_the_holdout_corpus_is_sourced_and_new() -> None:
     """Every holdout file has a SOURCES.tsv row and a licence text, and none repeats a file of any
     other corpus (fresh included): it was gathered after the fixes made on fresh."""
-    with (jc.HOLDOUT / "SOURCES.tsv").open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh, delimiter="\t"))
-    files = {p.relative_to(jc.HOLDOUT).as_posix() for p in jc.HOLDOUT.rglob("*.y*ml")}
-    assert {r["file"] for r in rows} == files
+    rows, files = _sourced(jc.HOLDOUT)
     assert len(files) >= 25 and len({r["repo"] for r in rows}) >= 8
-    assert all(len(r["commit"]) == 40 and r["repo"].count("/") == 1 for r in rows)
     assert {r["license"] for r in rows} <= {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
+    licences = {p.name for p in (CORPUS / "LICENSES").iterdir()}
+    assert {"Apache-2.0.txt", "MIT-0__aws-samples__aws-do-eks.txt", "MIT__Azure__AKS.txt"} <= licences
     older = {p.read_bytes() for d in ("real", "gangs", "helm-templates", "fresh") for p in (CORPUS / d).rglob("*.y*ml")}
-    assert not [f for f in files if (jc.HOLDOUT / f).read_bytes() in older]
+    assert not _repeated(jc.HOLDOUT, files, older)
 
 
 def test_the_fresh_corpus_is_sourced_and_new() -> None:
     """Every fresh file has a SOURCES.tsv row (repo, pinned commit, path, licence) and vice versa, a
     licence text under tests/corpus/LICENSES, and none repeats a file of the older corpus."""
-    with (jc.FRESH / "SOURCES.tsv").open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh, delimiter="\t"))
-    files = {p.relative_to(jc.FRESH).as_posix() for p in jc.FRESH.rglob("*.y*ml")}
-    assert {r["file"] for r in rows} == files
+    rows, files = _sourced(jc.FRESH)
     assert len(files) >= 100
-    assert all(len(r["commit"]) == 40 and r["repo"].count("/") == 1 for r in rows)
     licences = {p.name for p in (CORPUS / "LICENSES").iterdir()}
     assert {r["license"] for r in rows} == {"Apache-2.0", "MIT-0"}
     assert "Apache-2.0.txt" in licences and "MIT-0__aws-samples__awsome-distributed-training.txt" in licences
     older = {p.read_bytes() for d in ("real", "gangs", "helm-templates") for p in (CORPUS / d).glob("*.y*ml")}
-    assert not [f for f in files if (jc.FRESH / f).read_bytes() in older]
+    assert not _repeated(jc.FRESH, files, older)
 
 
 # ------------------------------------------------------------------------------------------- helpers
