@@ -241,15 +241,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--workloads", type=int, default=10000)
-    parser.add_argument("--measure", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
-    parser.add_argument("--generate", nargs=3, metavar=("NODES", "WORKLOADS", "DIR"), help=argparse.SUPPRESS)
+    fresh_process.add_child_modes(parser, ("KIND", "DIR"), ("NODES", "WORKLOADS", "DIR"))
     args = parser.parse_args()
-    if args.measure:
-        print(json.dumps(measure(*args.measure)))
-        return 0
-    if args.generate:
-        n, w, d = args.generate
-        print(json.dumps(generate(int(n), int(w), d)))
+    if fresh_process.run_child_mode(args, measure, generate):
         return 0
     with tempfile.TemporaryDirectory(prefix="gpuguard-audit-bench-") as tmp:
         gen = _child("--generate", str(args.nodes), str(args.workloads), tmp)

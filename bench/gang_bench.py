@@ -197,15 +197,9 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--gangs", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement, alternating; best counts")
-    parser.add_argument("--measure", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
-    parser.add_argument("--generate", nargs=3, metavar=("NODES", "GANGS", "DIR"), help=argparse.SUPPRESS)
+    fresh_process.add_child_modes(parser, ("KIND", "DIR"), ("NODES", "GANGS", "DIR"))
     args = parser.parse_args()
-    if args.measure:
-        print(json.dumps(measure(*args.measure)))
-        return 0
-    if args.generate:
-        n, g, d = args.generate
-        print(json.dumps(generate(int(n), int(g), d)))
+    if fresh_process.run_child_mode(args, measure, generate):
         return 0
     with tempfile.TemporaryDirectory(prefix="gpuguard-gang-bench-") as tmp:
         gen = fresh_process.child(__file__, "--generate", str(args.nodes), str(args.gangs), tmp)

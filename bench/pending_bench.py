@@ -325,15 +325,9 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=50000)
     parser.add_argument("--yaml-pods", type=int, default=5000, help="also time a YAML dump with this many pods")
-    parser.add_argument("--measure", nargs=2, metavar=("KIND", "FILE"), help=argparse.SUPPRESS)
-    parser.add_argument("--generate", nargs=4, metavar=("NODES", "PODS", "YAML_PODS", "DIR"), help=argparse.SUPPRESS)
+    fresh_process.add_child_modes(parser, ("KIND", "FILE"), ("NODES", "PODS", "YAML_PODS", "DIR"))
     args = parser.parse_args()
-    if args.measure:
-        print(json.dumps(measure(*args.measure)))
-        return 0
-    if args.generate:
-        n, p, y, d = args.generate
-        print(json.dumps(generate(int(n), int(p), int(y), d)))
+    if fresh_process.run_child_mode(args, measure, generate):
         return 0
     with tempfile.TemporaryDirectory(prefix="gpuguard-pending-bench-") as tmp:
         gen = _child("--generate", str(args.nodes), str(args.pods), str(args.yaml_pods), tmp)
