@@ -9,6 +9,7 @@ from typing import Any
 
 from policies import budget, pointer
 from policies.applicability import Applies, Profile, has_device_access, snapshot_profile, template_profile
+from policies.boundedcache import small_key_cache
 from policies.config import ALLOCATION_GUARDS, Config, RuleSettings
 from policies.digest import TooDeep
 from policies.dra.facts import NO_INPUTS, DraInputs, DraView
@@ -153,13 +154,24 @@ def _ignore_uses(obj: dict[str, Any], pod: PodTemplate | None, honoured: bool, c
         value = as_dict(meta.get("annotations")).get(IGNORE_ANNOTATION)
         if not isinstance(value, str):
             continue
-        names = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
-        unknown = tuple(n for n in names if n != "all" and n not in RULES)
+        names, unknown, suggestions = _parsed_ignore(value)
         at = pointer.join(base, ("annotations", IGNORE_ANNOTATION))
         named = set(RULES) if "all" in names else set(names)
         kept = tuple(sorted(named & ALLOCATION_GUARDS - config.skipped_by_annotation(named))) if honoured else ()
-        uses.append(IgnoreUse(at, names, unknown, honoured, kept, _suggestions(unknown)))
+        uses.append(IgnoreUse(at, names, unknown, honoured, kept, suggestions))
     return uses
+
+
+# One evaluation reads the annotation up to three times (the object, each template, the workload
+# rules) and a controller's replicas, which arrive in a row, carry the same value: parse it and rank
+# suggestions once.  Values up to the API server's 256 KiB for all annotations of an object
+# (apimachinery TotalAnnotationSizeLimitB); eight of them hold at most 2 MiB of keys.
+@small_key_cache(maxsize=8, max_key_chars=256 * 1024)
+def _parsed_ignore(value: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """(the names, the unknown ones, suggestions for those) of an ignore annotation's value."""
+    names = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    unknown = tuple(n for n in names if n != "all" and n not in RULES)
+    return names, unknown, _suggestions(unknown)
 
 
 SUGGESTED_NAMES = 5
