@@ -16,6 +16,10 @@ import orjson
 
 MAX_DEPTH = 254  # orjson.dumps' recursion limit
 
+# Dataclass field metadata key: the field is computed from other fields of what holds it, so a key
+# derived from the whole (policies.template_inputs.inputs_key) does not digest it again.
+DERIVED = "derived"
+
 
 class TooDeep(ValueError):
     """The data nests deeper than MAX_DEPTH."""

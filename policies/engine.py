@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,17 +15,11 @@ from policies.dra.facts import NO_INPUTS, DraInputs, DraView
 from policies.dra.reading import is_dra
 from policies.effective_facts import effective_facts
 from policies.facts import ClusterFacts
+from policies.image_uses import ImageUse, image_uses
 from policies.images import ImageFacts, NoImageFacts, lookup_archs, lookup_key
 from policies.kserve import NO_VIEW, KServeView
-from policies.memo import (
-    ImagePairsKey,
-    RulePlanKey,
-    RuleResultsKey,
-    SnapshotProfileKey,
-    TemplateAnalysis,
-    rule_results_key,
-)
-from policies.operands import identity
+from policies.memo import ImageUsesKey, RulePlanKey, RuleResultsKey, SnapshotProfileKey, TemplateAnalysis
+from policies.operands import controlled_by_cluster_policy
 from policies.patching import apply_patch, combine
 from policies.placeholders import Placeholder, find_placeholders, has_selector_values_unknown
 from policies.podspec import PodTemplate, extract
@@ -34,6 +27,7 @@ from policies.registry import CLUSTER_RULES, OBJECT_RULES, RULES, WORKLOAD_RULES
 from policies.rule import NodeProblem, ObjectContext, RuleContext, RuleModule, WorkloadContext
 from policies.scheduling import churning_selector_keys
 from policies.shapes import as_dict, text
+from policies.template_inputs import ObjectInputs, TemplateInputs, object_inputs, template_inputs
 from policies.types import Finding, PatchOp, RelOp, Severity, Violation
 from policies.wording import did_you_mean, noun, suggest
 
@@ -137,14 +131,6 @@ class Evaluation:
         return ops
 
 
-def ignored_rules(obj: dict[str, Any], pod: PodTemplate, config: Config) -> frozenset[str]:
-    """The rule ids the ignore annotation skips on ``pod``, where config honours it."""
-    namespace = text(as_dict(obj.get("metadata")).get("namespace") or "", 253)
-    if not config.honours_ignore_annotation(namespace):
-        return frozenset()
-    return config.skipped_by_annotation({rule for use in _ignore_uses(obj, pod, True, config) for rule in use.rules})
-
-
 def _ignore_uses(obj: dict[str, Any], pod: PodTemplate | None, honoured: bool, config: Config) -> list[IgnoreUse]:
     uses = []
     places = [(as_dict(obj.get("metadata")), "/metadata")]
@@ -225,6 +211,51 @@ def is_gpu_related(pod: PodTemplate, config: Config) -> bool:
     return has_device_access(pod)
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedTemplate:
+    """One GPU pod template of a prepared object: what its rules will be given, and its image needs."""
+
+    pod: PodTemplate  # as extracted: findings and fixes are placed on it
+    inputs: TemplateInputs | None  # None: the template cannot be judged (``problem`` says why)
+    facts: ClusterFacts  # the facts it is judged against (one node's when the pod is bound to it)
+    has_facts: bool
+    ignored: frozenset[str]
+    image_uses: tuple[ImageUse, ...] = ()
+    problem: str = ""
+
+
+@dataclass
+class Prepared:
+    """An object after the engine's gates (``prepare``), before any rule runs (``judge``)."""
+
+    obj: dict[str, Any]
+    config: Config
+    given_facts: ClusterFacts | None  # as passed to prepare (``facts`` is with the config's pools)
+    facts: ClusterFacts
+    dra_inputs: DraInputs
+    kserve: KServeView
+    kind: str = ""
+    name: str = ""
+    namespace: str = ""
+    exempt: bool = False
+    honoured: bool = False
+    gpu_related: bool = False
+    templates: list[PodTemplate] = field(default_factory=list)
+    judged: list[PreparedTemplate] = field(default_factory=list)
+    ignore_uses: list[IgnoreUse] = field(default_factory=list)
+
+    @property
+    def has_facts(self) -> bool:
+        return not self.facts.is_empty
+
+    def image_uses(self) -> tuple[ImageUse, ...]:
+        """Every image the rules will look up, in document order (what a face prefetches)."""
+        return tuple(u for t in self.judged for u in t.image_uses)
+
+    def prepared_for(self, obj: Any, config: Config | None, facts: ClusterFacts | None) -> bool:
+        return obj is self.obj and (config is None or config is self.config) and facts is self.given_facts
+
+
 def evaluate(
     obj: dict[str, Any],
     config: Config | None = None,
@@ -233,16 +264,21 @@ def evaluate(
     *,
     dra_inputs: DraInputs | None = None,
     kserve: KServeView | None = None,
+    prepared: Prepared | None = None,
 ) -> Evaluation:
-    """Judge ``obj``; never raises on any input (see gpu-check-failed).
+    """Judge ``obj``: ``judge(prepare(obj, …), images)``; never raises on any input (see gpu-check-failed).
 
     ``dra_inputs``: the DeviceClasses, ResourceClaims and ResourceClaimTemplates of the input ``obj``
     comes from (policies.dra.facts), which a pod's claims resolve to before the cluster's.
     ``kserve``: the ServingRuntimes, ClusterServingRuntimes and LLMInferenceServiceConfigs of that
     input (policies.kserve), which KServe's templates merge over before the cluster's.
+    ``prepared``: ``prepare``'s result for this very ``obj``, config and facts (a face that looked its
+    images up first); ignored for any other object.
     """
     try:
-        return _evaluate(obj, config, facts, images, dra_inputs or NO_INPUTS, kserve or NO_VIEW)
+        if prepared is None or not prepared.prepared_for(obj, config, facts):
+            prepared = prepare(obj, config, facts, dra_inputs=dra_inputs, kserve=kserve)
+        return judge(prepared, images)
     except Exception as exc:  # a defect outside the rules: the object is still not passed unjudged
         config = config or Config()
         ev = Evaluation(obj=obj, config=config, facts=facts or ClusterFacts.empty(), gpu_related=True)
@@ -255,51 +291,91 @@ def evaluate(
         return ev
 
 
-def _evaluate(
+def prepare(
     obj: dict[str, Any],
-    config: Config | None,
-    facts: ClusterFacts | None,
-    images: ImageFacts | None,
-    dra_inputs: DraInputs,
-    kserve: KServeView,
-) -> Evaluation:
+    config: Config | None = None,
+    facts: ClusterFacts | None = None,
+    *,
+    dra_inputs: DraInputs | None = None,
+    kserve: KServeView | None = None,
+) -> Prepared:
+    """Phase one: the engine's gates, once — exemption, extraction, GPU relevance, ignore
+    annotations, the facts each template is judged against — and each judged template's
+    ``TemplateInputs`` and image needs.  No rule runs.  May raise on a defect (``evaluate`` does not)."""
+    given = facts
     config = config or Config()
     facts = effective_facts(facts or ClusterFacts.empty(), config)
-    has_facts = not facts.is_empty
-    ev = Evaluation(obj=obj, config=config, facts=facts, images=images or NoImageFacts(), dra_inputs=dra_inputs,
-                    kserve=kserve)
-    dra = DraView(facts.dra, dra_inputs)
+    dra_inputs = dra_inputs or NO_INPUTS
+    kserve = kserve or NO_VIEW
     meta = as_dict(obj.get("metadata"))
     namespace = text(meta.get("namespace") or "", 253)
-    name = text(meta.get("name") or meta.get("generateName") or "", 253)
-    kind = text(obj.get("kind") or "", 100)
+    prepared = Prepared(
+        obj, config, given, facts, dra_inputs, kserve, kind=text(obj.get("kind") or "", 100),
+        name=text(meta.get("name") or meta.get("generateName") or "", 253), namespace=namespace,
+    )
     if namespace and namespace in config.exempt_namespaces:
-        ev.exempt = True
-        return ev
-    skipped: set[str] = set()
-    honoured = config.honours_ignore_annotation(namespace)
-    templates = extract(obj, config.workload_index, kserve=_kserve_view(kserve, facts))
-    if not templates:
-        skipped.update(_check_object(ev, obj, config, kind, name, namespace, honoured, has_facts, dra))
+        prepared.exempt = True
+        return prepared
+    honoured = prepared.honoured = config.honours_ignore_annotation(namespace)
+    templates = prepared.templates = extract(obj, config.workload_index, kserve=_kserve_view(kserve, facts))
+    has_facts = not facts.is_empty
+    dra = DraView(facts.dra, dra_inputs)
+    about_object: ObjectInputs | None = None
     for pod in templates:
         budget.check()
         if not is_gpu_related(pod, config):
             continue
-        ev.gpu_related = True
+        prepared.gpu_related = True
         uses = _ignore_uses(obj, pod, honoured, config)
-        ev.ignore_uses.extend(u for u in uses if u not in ev.ignore_uses)
+        prepared.ignore_uses.extend(u for u in uses if u not in prepared.ignore_uses)
         ignored = config.skipped_by_annotation({rule for u in uses for rule in u.rules}) if honoured else frozenset()
         if ignored >= RULES.keys():
             continue
+        if about_object is None:
+            about_object = object_inputs(obj, controlled_by_cluster_policy(obj))
         pod_facts = _facts_for(pod, facts)
+        judged_with_facts = has_facts and not pod_facts.is_empty
+        # The input's claims and templates matter to templates with claims; its DeviceClasses to every
+        # template, since one may redefine the class that serves an extended resource (policies.cuda.dra).
+        dra_key = (dra.inputs.key if not dra.inputs.empty and (pod.spec.get("resourceClaims") or dra.input_classes)
+                   else b"")
         try:
-            violations, pod_skipped, placeholders = _check_memoised(
-                obj, meta, pod, config, pod_facts, ev.images, has_facts and not pod_facts.is_empty, ignored, dra
-            )
+            inputs = template_inputs(pod, about_object, ignored, dra_key)
         except TooDeep as exc:
-            violations, pod_skipped, placeholders = (
-                ((CHECK_FAILED, _unjudged(f"the pod template is {exc}")),), frozenset(), ()
-            )
+            prepared.judged.append(PreparedTemplate(pod, None, pod_facts, judged_with_facts, ignored,
+                                                    problem=f"the pod template is {exc}"))
+            continue
+        prepared.judged.append(PreparedTemplate(
+            pod, inputs, pod_facts, judged_with_facts, ignored, _image_uses(inputs, config, facts)
+        ))
+    return prepared
+
+
+def judge(prepared: Prepared, images: ImageFacts | None = None) -> Evaluation:
+    """Phase two: run the rules on what ``prepare`` gave, with what ``images`` knows of the images
+    (``prepared.image_uses()``); template results are memoised per snapshot under a key derived from
+    their ``TemplateInputs`` (policies.template_inputs.inputs_key) and what ``images`` says."""
+    obj, config, facts = prepared.obj, prepared.config, prepared.facts
+    ev = Evaluation(obj=obj, config=config, facts=facts, images=images or NoImageFacts(),
+                    dra_inputs=prepared.dra_inputs, kserve=prepared.kserve, exempt=prepared.exempt,
+                    gpu_related=prepared.gpu_related, ignore_uses=list(prepared.ignore_uses))
+    if prepared.exempt:
+        return ev
+    kind, name, namespace, has_facts = prepared.kind, prepared.name, prepared.namespace, prepared.has_facts
+    dra = DraView(facts.dra, prepared.dra_inputs)
+    skipped: set[str] = set()
+    if not prepared.templates:
+        skipped.update(_check_object(ev, obj, config, kind, name, namespace, prepared.honoured, has_facts, dra))
+    for judged in prepared.judged:
+        budget.check()
+        pod, ignored, pod_facts = judged.pod, judged.ignored, judged.facts
+        try:
+            if judged.inputs is None:
+                raise TooDeep(judged.problem)
+            violations, pod_skipped, placeholders = _check_memoised(judged, judged.inputs, config, ev.images, dra)
+        except TooDeep as exc:
+            problem = judged.problem or f"the pod template is {exc}"
+            violations, pod_skipped, placeholders = ((CHECK_FAILED, _unjudged(problem)),), frozenset(), ()
         ev.placeholders.extend(
             UnrenderedPlaceholder(pointer.join(pod.spec_pointer, p.path), p.text, p.what) for p in placeholders
         )
@@ -318,7 +394,8 @@ def _evaluate(
                 continue
             ev.findings.append(found)
     if ev.gpu_related:
-        skipped.update(_check_workload(ev, obj, templates, config, kind, name, namespace, honoured, has_facts))
+        skipped.update(_check_workload(ev, obj, prepared.templates, config, kind, name, namespace,
+                                       prepared.honoured, has_facts))
     ev.skipped_rules = tuple(sorted(skipped))
     return ev
 
@@ -393,60 +470,38 @@ RuleResults = tuple[tuple[tuple[str, Violation], ...], frozenset[str], tuple[Pla
 
 
 def _check_memoised(
-    obj: dict[str, Any],
-    meta: dict[str, Any],
-    pod: PodTemplate,
-    config: Config,
-    facts: ClusterFacts,
-    images: ImageFacts,
-    has_facts: bool,
-    ignored: frozenset[str],
-    dra: DraView,
+    judged: PreparedTemplate, inputs: TemplateInputs, config: Config, images: ImageFacts, dra: DraView
 ) -> RuleResults:
     """Run the rules on one pod template, memoised per facts snapshot and config.
 
-    Rules are pure functions of the template, the object's annotations, the config and the facts,
-    and controllers create many identical pods (a ReplicaSet's replicas differ only in names), so
-    the webhook evaluates each distinct template once per snapshot.  Violations are immutable and
-    carry paths relative to the template, so they are shared safely.  What the image facts say
-    about the template's GPU images is part of the key: a result computed while a lookup was
-    pending must not outlive the lookup.
+    Rules see only ``inputs`` (policies.rule.RuleContext), so their results are a function of the
+    inputs, the config, the facts and what the image facts say of the template's images; the key
+    holds the inputs' digest and those image answers (a result computed while a lookup was pending
+    must not outlive the lookup).  Controllers create many pods with equal inputs (a ReplicaSet's
+    replicas differ only in what rules never see), so the webhook judges each once per snapshot.
+    Violations are immutable and carry paths relative to the template, so they are shared safely.
     """
-    try:
-        key = rule_results_key(config, pod, meta.get("annotations"), ignored, meta.get("namespace"), identity(obj))
-    except TooDeep:
-        raise
-    except Exception:  # data the key cannot take is judged without the memo, never left unjudged
-        key = None
-    if key is None:
-        return _check(obj, pod, config, facts, images, has_facts, ignored, dra)
+    facts = judged.facts
+
+    def check() -> RuleResults:
+        return _check(inputs, config, facts, images, judged.has_facts, dra)
+
+    if inputs.key is None:  # data the key cannot take is judged without the memo, never left unjudged
+        return check()
+    seen: Any = None
     if not isinstance(images, NoImageFacts):
-        key = dataclasses.replace(key, images=_image_key(pod, config, facts, images, key))
-    # The input's claims and templates matter to templates with claims; its DeviceClasses to every
-    # template, since one may redefine the class that serves an extended resource (policies.cuda.dra).
-    if not dra.inputs.empty and (pod.spec.get("resourceClaims") or dra.input_classes):
-        key = dataclasses.replace(key, dra_inputs=dra.inputs.key)
-    return facts.memoised(
-        key, lambda: _check(obj, pod, config, facts, images, has_facts, ignored, dra), owner=config
-    )
-
-
-def _image_key(pod: PodTemplate, config: Config, facts: ClusterFacts, images: ImageFacts, key: RuleResultsKey) -> Any:
-    from policies.cuda.containers import judged_containers
-    from policies.device_images import image_env_containers
-
-    def pairs() -> tuple[tuple[str, str], ...]:
-        containers = [*judged_containers(pod, config.is_gpu), *image_env_containers(pod, config.is_gpu)]
-        names = list(dict.fromkeys(c.container.get("image") for c in containers))
         archs = lookup_archs(facts)
-        return tuple((n, arch) for n in names if isinstance(n, str) for arch in archs)
+        seen = lookup_key(images, tuple((u.image, arch) for u in judged.image_uses for arch in archs))
+    return facts.memoised(RuleResultsKey(id(config), inputs.key, seen), check, owner=config)
 
-    # The (image, arch) pairs depend only on the template and the snapshot; what the lookups say
-    # is asked afresh every time.
-    # Which containers a template has depends on how it was extracted (a Pod runs ``containers``, an
-    # Argo template ``container``), not only on its content.
-    pairs_key = ImagePairsKey(id(config), key.content, key.shape, key.derived)
-    return lookup_key(images, facts.memoised(pairs_key, pairs, owner=config))
+
+def _image_uses(inputs: TemplateInputs, config: Config, facts: ClusterFacts) -> tuple[ImageUse, ...]:
+    """The images of the template that the enabled, not ignored, CUDA and device-access rules look
+    up, memoised per config and inputs (a controller's replicas need the same)."""
+    if inputs.key is None:
+        return image_uses(inputs.pod, config, inputs.ignored)
+    return facts.memoised(ImageUsesKey(id(config), inputs.key),
+                          lambda: image_uses(inputs.pod, config, inputs.ignored), owner=config)
 
 
 # One enabled rule, in catalogue order: id, module, options, whether it needs facts, scheduling.
@@ -471,24 +526,22 @@ def _plan(config: Config, facts: ClusterFacts) -> tuple[PlannedRule, ...]:
 
 
 def _check(
-    obj: dict[str, Any],
-    pod: PodTemplate,
+    inputs: TemplateInputs,
     config: Config,
     facts: ClusterFacts,
     images: ImageFacts,
     has_facts: bool,
-    ignored: frozenset[str],
     dra: DraView,
 ) -> RuleResults:
     found: list[tuple[str, Violation]] = []
     skipped: set[str] = set()
+    pod, ignored = inputs.pod, inputs.ignored
     # Node selection holding a placeholder or a run-time expression cannot be judged against nodes.
     scheduling_known = (pod.scheduling_known and not has_selector_values_unknown(pod)
                         and not churning_selector_keys(pod.spec))
     analysis = TemplateAnalysis(pod, facts, config.is_gpu)
     ctx = RuleContext(
-        obj=obj,
-        pod=pod,
+        inputs=inputs,
         facts=facts,
         has_facts=has_facts,
         options={},

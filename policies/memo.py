@@ -16,17 +16,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Hashable, Mapping
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 from policies.digest import digest
 from policies.facts import ClusterFacts
 from policies.podresources import extended_resource_names, pod_requests
 from policies.podspec import PodTemplate
 from policies.resources import is_gpu_share_resource
-from policies.rule_inputs import annotations_read, spec_read
 from policies.scheduling import Diagnosis, GroupVerdict, analyse, diagnose
 
 ConstraintsKey = tuple[Hashable, ...]
@@ -69,16 +66,6 @@ class OldDriverLabelsKey:
 
 
 @dataclass(frozen=True, slots=True)
-class ReviewImagePairsKey:
-    """The webhook's image lookups for one object: the config by identity (checked as owner), and a
-    digest (policies.digest) of what decides them: the object's apiVersion, kind, namespace,
-    gpuguard annotations and all but its metadata (a Pod's spec as policies.rule_inputs keys it)."""
-
-    config_id: int
-    content: bytes
-
-
-@dataclass(frozen=True, slots=True)
 class EffectiveFactsKey:
     """policies.effective_facts: the snapshot with a config's declared pools and DRA capacity (the
     config by identity, checked as owner)."""
@@ -101,21 +88,13 @@ class SnapshotProfileKey:
 
 @dataclass(frozen=True, slots=True)
 class RuleResultsKey:
-    """The rules' violations for one pod template under one config (identity, checked as owner).
-
-    ``content`` digests what the rules read of the template's spec and annotations and of the
-    object's annotations (policies.rule_inputs; policies.digest: 16 bytes however large they are).
-    """
+    """The rules' violations for one pod template under one config (identity, checked as owner):
+    ``content`` is the digest of the template's ``TemplateInputs`` (policies.template_inputs.inputs_key,
+    16 bytes however large they are), ``images`` what the image facts say of its images."""
 
     config: int
-    spec_pointer: str
-    shape: str
-    scheduling_known: bool
     content: bytes
-    ignored: frozenset[str]
-    images: Hashable = None  # what the image facts say about the template's images (policies.engine)
-    dra_inputs: bytes = b""  # the input's DRA objects a template with resourceClaims may resolve to
-    derived: bytes = b""  # what extraction took from outside the spec (see _derived)
+    images: Hashable = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,14 +112,12 @@ class DraVerdictKey:
 
 
 @dataclass(frozen=True, slots=True)
-class ImagePairsKey:
-    """The (image, node architecture) pairs a template's GPU containers need looked up: the
-    template's content, and how it was extracted (shape, and what came from outside the spec)."""
+class ImageUsesKey:
+    """The images a template's rules look up (policies.image_uses.image_uses): the config by identity
+    (checked as owner) and the digest of the template's ``TemplateInputs``."""
 
     config: int
     content: bytes
-    shape: str
-    derived: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,48 +209,3 @@ class TemplateAnalysis:
                 owner=is_gpu,
             )
         return self._diagnosis
-
-
-def rule_results_key(
-    config: object, pod: PodTemplate, object_annotations: Any, ignored: AbstractSet[str], namespace: Any = None,
-    identity: Any = None,
-) -> RuleResultsKey | None:
-    """The memo key of a template's rule results; None when its data is not JSON (no memo).
-
-    The object's namespace counts: DRA claims resolve in it, and gpu-device-access-bypass trusts
-    infrastructure by it (the replicas of one controller share it), and by ``identity``: the
-    object's kind and whether a GPU Operator ClusterPolicy controls it (policies.operands).  Raises
-    policies.digest.TooDeep for data nested beyond what the engine accepts.
-    """
-    content = digest(
-        spec_read(pod), annotations_read(pod.metadata.get("annotations")), annotations_read(object_annotations),
-        namespace, identity,
-    )
-    derived = _derived(pod)
-    if content is None or derived is None:
-        return None
-    return RuleResultsKey(
-        config=id(config),
-        spec_pointer=pod.spec_pointer,
-        shape=pod.shape,
-        scheduling_known=pod.scheduling_known,
-        content=content,
-        ignored=frozenset(ignored),
-        derived=derived,
-    )
-
-
-def _derived(pod: PodTemplate) -> bytes | None:
-    """What the extractor took from outside the spec (KubeRay's /dev/shm from ``rayStartParams``,
-    Argo's inherited volumes, shared mounts, where inherited fields are written and podSpecPatch, what
-    KServe merges under a template, a component's resources key); usually nothing."""
-    containers = pod.containers
-    if not (pod.shm_provided or pod.runtime_expressions or pod.inherited_volumes or pod.spec_origins
-            or pod.spec_patched or pod.merged_from or pod.unseen_bases or pod.owner_supplied
-            or any(c.shared_mounts or c.resources_key != "resources" for c in containers)):
-        return b""
-    return digest(
-        pod.shm_provided, pod.runtime_expressions, pod.inherited_volumes, pod.spec_origins, pod.spec_patched,
-        pod.merged_from, pod.unseen_bases, pod.owner_supplied,
-        [(c.path, c.kind, c.resources_key, c.shared_mounts) for c in containers],
-    )

@@ -69,12 +69,12 @@ class Operand:
         return f"the GPU Operator's {self.component} operand"
 
 
-def _component(obj: dict[str, Any], pod: PodTemplate) -> str | None:
+def _component(kind: Any, pod: PodTemplate) -> str | None:
     selector = as_dict(pod.spec.get("nodeSelector"))
     for key, value in selector.items():
         if isinstance(key, str) and key.startswith(DEPLOY_LABEL_PREFIX) and value == "true":
             return key.removeprefix(DEPLOY_LABEL_PREFIX)
-    if obj.get("kind") == "Pod" and pod.spec.get("serviceAccountName") == VALIDATOR_SERVICE_ACCOUNT:
+    if kind == "Pod" and pod.spec.get("serviceAccountName") == VALIDATOR_SERVICE_ACCOUNT:
         return VALIDATOR_WORKLOAD
     return None
 
@@ -90,8 +90,9 @@ def controlled_by_cluster_policy(obj: dict[str, Any]) -> bool:
     return False
 
 
-def operand(obj: dict[str, Any], pod: PodTemplate, unrendered: bool) -> Operand | None:
-    """The operand ``pod`` (a template of ``obj``) is, or None.  ``unrendered``: the object's
+def operand(kind: Any, owned_by_policy: bool, pod: PodTemplate, unrendered: bool) -> Operand | None:
+    """The operand ``pod`` (a template of an object of ``kind``, controlled by a ClusterPolicy when
+    ``owned_by_policy``: controlled_by_cluster_policy) is, or None.  ``unrendered``: the object's
     namespace is absent or a placeholder (a chart's or the operator's own manifests), where the
     operator's image placeholder counts as its image."""
     if pod.shape != "template":
@@ -99,10 +100,10 @@ def operand(obj: dict[str, Any], pod: PodTemplate, unrendered: bool) -> Operand 
     images = [c.container.get("image") for c in pod.containers]
     if not images or not all(is_infrastructure_image(i) or (unrendered and is_placeholder(i)) for i in images):
         return None
-    component = _component(obj, pod)
+    component = _component(kind, pod)
     if component is None:
         return None
-    owned = obj.get("kind") == "DaemonSet" and controlled_by_cluster_policy(obj)
+    owned = kind == "DaemonSet" and owned_by_policy
     return Operand(component, owned)
 
 

@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 from policies import pointer
 from policies.argo import POD_TYPES, argo_pod, template_type
+from policies.digest import DERIVED
 from policies.kserve import NO_VIEW, RUNTIME_CONTAINER, KServeView, Merged, llm_bases, runtime_bases
 from policies.shapes import as_dict, as_list, index_of, small_int, text
 from policies.types import RelPath, Segment
@@ -286,7 +287,8 @@ _DEFAULT_INDEX = index_workloads()
 @dataclass(frozen=True, slots=True)
 class ContainerRef:
     path: RelPath  # relative to the pod spec
-    container: dict[str, Any]
+    # The spec's mapping at ``path`` (policies.template_inputs keeps any other one apart).
+    container: dict[str, Any] = field(metadata={DERIVED: True})
     kind: ContainerKind
     resources_key: str = "resources"
     # Volume mounts the container gets besides its own (an Argo containerSet's shared volumeMounts):

@@ -20,6 +20,7 @@ from policies.images import ImageFacts, NoImageFacts
 from policies.memo import TemplateAnalysis
 from policies.podspec import PodTemplate
 from policies.scheduling import Diagnosis, GroupVerdict
+from policies.template_inputs import ObjectInputs, TemplateInputs
 from policies.types import Severity, Violation
 
 # "no": judged on the object alone; "yes": skipped (with a note) without cluster facts;
@@ -59,10 +60,11 @@ class Option:
 
 @dataclass(slots=True)
 class RuleContext:
-    """What a rule sees: the object, one of its pod templates, the facts and its own options."""
+    """What a template rule sees: one template's ``TemplateInputs`` (policies.template_inputs), the
+    facts and its own options — never the raw object or pod, so its results are a function of what
+    the rule-results memo key holds."""
 
-    obj: dict[str, Any]
-    pod: PodTemplate
+    inputs: TemplateInputs
     facts: ClusterFacts
     has_facts: bool
     options: Mapping[str, Any]
@@ -71,6 +73,21 @@ class RuleContext:
     images: ImageFacts = field(default_factory=NoImageFacts)
     # The cluster's DRA facts and the input's DeviceClasses, claims and templates (policies.dra.facts).
     dra: DraView = field(default_factory=lambda: DraView(None))
+
+    @property
+    def pod(self) -> PodTemplate:
+        """The template as projected for rules (policies.template_inputs.project)."""
+        return self.inputs.pod
+
+    @property
+    def object(self) -> ObjectInputs:
+        """What rules read of the object that holds the template."""
+        return self.inputs.of_object
+
+    @property
+    def namespace(self) -> str:
+        """The object's namespace ("" when it names none)."""
+        return self.inputs.of_object.namespace_name
 
     def gpu_requests(self) -> dict[str, Fraction]:
         """Effective pod requests of GPU devices (quota-like share resources excluded)."""

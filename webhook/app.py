@@ -23,11 +23,8 @@ from fastapi.responses import Response
 from starlette.routing import Route
 
 from policies.config import Config
-from policies.digest import TooDeep, digest
-from policies.engine import evaluate
+from policies.engine import Prepared, evaluate, prepare
 from policies.facts import ClusterFacts
-from policies.memo import ReviewImagePairsKey
-from policies.rule_inputs import annotations_read, pod_spec_read
 from webhook import admission
 from webhook.configsource import ConfigSource, StaticConfig
 from webhook.lanes import LaneLimits, Lanes
@@ -160,34 +157,24 @@ class AdmissionEndpoint:
 
     async def _image_view(
         self, req: admission.AdmissionRequest, config: Config, facts: ClusterFacts
-    ) -> ResolvedImages | None:
-        """Registry facts for the review's GPU images, waiting at most the review budget."""
+    ) -> tuple[ResolvedImages, Prepared] | None:
+        """Registry facts for the review's GPU images, waiting at most the review budget, and the
+        object as the engine prepared it to find them (``judge`` goes on from there)."""
         if self.images is None or req.obj is None or admission.unchecked_reason(req) is not None:
             return None
         if self.mutating and (not config.mutate or req.operation != "CREATE"):
             return None
-        from gpuguard.registry.facts import gpu_node_arches, pairs_in
+        from gpuguard.registry.facts import gpu_node_arches, pairs_of
 
         try:
-            obj = req.obj
-
-            def compute() -> tuple[tuple[tuple[str, str], ...], frozenset[str]]:
-                pairs, quiet = pairs_in((obj,), config, gpu_node_arches(facts, config))
-                return tuple(pairs), quiet
-
-            try:
-                content = _image_pairs_content(obj)  # 16 bytes, however large the object is
-            except TooDeep:
-                content = None
-            if content is None:
-                pairs, quiet = compute()
-            else:
-                pairs, quiet = facts.memoised(ReviewImagePairsKey(id(config), content), compute, owner=config)
+            # The engine's first phase: its gates, once; a controller's replicas share what it memoises.
+            prepared = prepare(req.obj, config, facts)
+            pairs, quiet = pairs_of(prepared.image_uses(), gpu_node_arches(facts, config))
             if not pairs:
                 return None
-            view = await self.images.prepare(pairs)
+            view = await self.images.prepare(tuple(pairs))
             view.quiet = quiet
-            return view
+            return view, prepared
         except Exception:  # lookups are advisory: a fault here must not fail the review
             log.exception("%s: image lookups failed for uid=%s", self.endpoint, req.uid)
             return None
@@ -233,10 +220,12 @@ class AdmissionEndpoint:
             return
         config = self.config_source.current()
         facts = self.facts.current()
-        view = await self._image_view(req, config, facts)
+        looked_up = await self._image_view(req, config, facts)
         evaluator = self.evaluator
-        if view is not None:
-            evaluator = functools.partial(cast(Any, self.evaluator), images=view)
+        view = None
+        if looked_up is not None:
+            view, prepared = looked_up
+            evaluator = functools.partial(cast(Any, self.evaluator), images=view, prepared=prepared)
         decide, mutating = self.decide, self.mutating
         try:
             verdict = await self.lanes.evaluate(
@@ -307,24 +296,6 @@ def _content_length(scope: Scope) -> int | None:
             except ValueError:
                 return None  # the HTTP parser rejects a bad Content-Length before we get here
     return None
-
-
-def _image_pairs_content(obj: dict[str, Any]) -> bytes | None:
-    """The digest of what ``policies.image_uses.images_in`` reads of ``obj``: its apiVersion, kind,
-    namespace, gpuguard's annotations (``gpuguard.io/ignore``) and everything outside its
-    metadata, since a workload's pod templates may sit outside ``spec`` (a PodTemplate's
-    ``template``, a KAITO Workspace's ``inference``).  A Pod's spec is taken as the rule-results key
-    takes it (``policies.rule_inputs``), so that the replicas of one controller, which the API
-    server sends with their own token volume, hostname and env, share one entry.  Raises TooDeep for
-    data nested past the engine's limit."""
-    meta = obj.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
-    api_version, kind = obj.get("apiVersion"), obj.get("kind")
-    if api_version == "v1" and kind == "Pod":
-        body: Any = pod_spec_read(obj.get("spec"))
-    else:
-        body = {key: value for key, value in obj.items() if key != "metadata"}
-    return digest(api_version, kind, meta.get("namespace"), annotations_read(meta.get("annotations")), body)
 
 
 class WebhookApp(FastAPI):

@@ -12,7 +12,7 @@ from typing import Any
 
 from policies.config import Config
 from policies.facts import ClusterFacts
-from policies.image_uses import images_in
+from policies.image_uses import ImageUse, images_in
 from policies.images import DEFAULT_ARCH, ImageLookup, node_arch
 from policies.memo import GpuNodeArchesKey
 
@@ -56,12 +56,16 @@ def pairs_in(
 ) -> tuple[list[Pair], frozenset[str]]:
     """(image, arch) of every image the engine would look up in ``objects``, each once, in order;
     and the images among them that only ``gpu-device-access-bypass`` reads (``ImageUse.quiet``)."""
+    return pairs_of((use for obj in objects for use in images_in(obj, config)), arches)
+
+
+def pairs_of(uses: Iterable[ImageUse], arches: tuple[str, ...]) -> tuple[list[Pair], frozenset[str]]:
+    """``pairs_in`` for image uses already found (``policies.engine.Prepared.image_uses``)."""
     seen: dict[Pair, None] = {}
     loud: set[str] = set()
     quiet: set[str] = set()
-    for obj in objects:
-        for use in images_in(obj, config):
-            (quiet if use.quiet else loud).add(use.image.strip())
-            for arch in arches:
-                seen.setdefault((use.image, arch), None)
+    for use in uses:
+        (quiet if use.quiet else loud).add(use.image.strip())
+        for arch in arches:
+            seen.setdefault((use.image, arch), None)
     return list(seen), frozenset(quiet - loud)

@@ -46,7 +46,7 @@ from policies.dra.facts import DraView
 from policies.dra.inventory import Candidate
 from policies.dra.matching import cached_match
 from policies.dra.objects import Device, ExactRequest
-from policies.dra.podclaims import PodClaim, claim_uses, object_namespace, pod_claims
+from policies.dra.podclaims import PodClaim, claim_uses, pod_claims
 from policies.facts import LABEL_CUDA_FULL, LABEL_DRIVER_FULL, LABEL_PRODUCT, ClusterFacts, NodeFacts
 from policies.images import ImageFacts, node_arch
 from policies.memo import EligibleNodesKey, constraints_key
@@ -290,7 +290,7 @@ def _fix_selector(rows: Sequence[Row], req: Requirement) -> str | None:
 
 def assess(
     pod: PodTemplate,
-    obj: Mapping[str, Any],
+    namespace: str,
     facts: ClusterFacts,
     view: DraView,
     images: ImageFacts,
@@ -301,7 +301,7 @@ def assess(
     """One assessment per container whose DRA GPUs do not all run its image natively."""
     if view.inventory is None:
         return []
-    claims = {c.name: c for c in pod_claims(pod, object_namespace(dict(obj)), view)}
+    claims = {c.name: c for c in pod_claims(pod, namespace, view)}
     cons = constraints_for(pod, facts)
     key = EligibleNodesKey(constraints_key(pod, {}, facts.tolerates_extended_resources))
     nodes = facts.memoised(key, lambda: _eligible_nodes(facts, cons))

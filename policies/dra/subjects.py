@@ -17,7 +17,7 @@ from policies import pointer
 from policies.dra.claims import parse_resource_claim, parse_resource_claim_template
 from policies.dra.facts import DraView
 from policies.dra.objects import ClaimSpec, ExactRequest, ResourceClaim
-from policies.dra.podclaims import PodClaim, object_namespace, pod_claims
+from policies.dra.podclaims import PodClaim, pod_claims
 from policies.dra.reading import is_dra
 from policies.podspec import PodTemplate
 from policies.types import RelPath
@@ -81,10 +81,10 @@ def pod_subject(claim: PodClaim) -> Subject | None:
     return Subject(spec, claim.label, claim.key, namespace, allocated, prefix, claim.path)
 
 
-def unallocated_pod_subjects(pod: PodTemplate, obj: dict[str, Any], dra: DraView) -> Iterator[Subject]:
+def unallocated_pod_subjects(pod: PodTemplate, namespace: str, dra: DraView) -> Iterator[Subject]:
     """The pod's claims that resolve to a cluster claim or template not yet allocated: what a rule
     on the pod judges (an allocated claim has its devices already)."""
-    for claim in pod_claims(pod, object_namespace(obj), dra):
+    for claim in pod_claims(pod, namespace, dra):
         subject = pod_subject(claim)
         if subject is not None and not subject.allocated:
             yield subject

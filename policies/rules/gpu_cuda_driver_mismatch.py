@@ -74,7 +74,7 @@ Options: ``imageRules`` — ``[{pattern: "<regex>", cudaVersion: "12.4"}]`` for 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -189,10 +189,7 @@ def _grade(modes: list[Mode]) -> Severity | None:
 
 
 def _annotations(ctx: RuleContext) -> dict[str, Any]:
-    merged: dict[str, Any] = {}
-    meta = ctx.obj.get("metadata")
-    if isinstance(meta, Mapping) and isinstance(meta.get("annotations"), Mapping):
-        merged.update(meta["annotations"])
+    merged: dict[str, Any] = dict(ctx.object.annotation_map())
     merged.update(ctx.pod.annotations)  # the pod template's own annotations win
     return merged
 
@@ -481,7 +478,7 @@ def _by_dra_devices(ctx: RuleContext) -> Iterator[Violation]:
         return
     containers = list(runnable_containers(ctx.pod))
     rules, _problems = parse_image_rules(ctx.options.get("imageRules"))
-    assessments = assess(ctx.pod, ctx.obj, ctx.facts, ctx.dra, ctx.images, containers, rules, _annotations(ctx))
+    assessments = assess(ctx.pod, ctx.namespace, ctx.facts, ctx.dra, ctx.images, containers, rules, _annotations(ctx))
     for a in assessments:
         severity = _grade([r.mode for r in a.rows])
         if severity is None:

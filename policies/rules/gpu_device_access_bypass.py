@@ -172,11 +172,11 @@ def _infrastructure(ctx: RuleContext) -> tuple[str | None, str | None]:
     placeholder, so as unknown as none; the API server never sends one.  A GPU Operator operand is
     recognised by its images and shape (policies.operands); in a real namespace only a DaemonSet the
     operator's ClusterPolicy controls."""
-    namespace = as_dict(ctx.obj.get("metadata")).get("namespace")
+    namespace = ctx.object.namespace
     if isinstance(namespace, str) and dns_label_ok(namespace):
         if namespace in ctx.options["infrastructureNamespaces"]:
             return f"namespace {namespace!r} holds GPU infrastructure, which sees every GPU by design", None
-        found = operand(ctx.obj, ctx.pod, unrendered=False)
+        found = operand(ctx.object.kind, ctx.object.cluster_policy_owned, ctx.pod, unrendered=False)
         if found is None:
             return None, None
         if found.owned:
@@ -192,7 +192,7 @@ def _unnamed_infrastructure(ctx: RuleContext) -> str | None:
     """Why a pod of an object without a (real) namespace is GPU infrastructure, or None."""
     if ctx.pod.shape == "component":
         return None
-    found = operand(ctx.obj, ctx.pod, unrendered=True)
+    found = operand(ctx.object.kind, ctx.object.cluster_policy_owned, ctx.pod, unrendered=True)
     if found is not None:
         return f"{found.what}: {_BY_DESIGN}"
     for vol in as_list(ctx.pod.spec.get("volumes")):

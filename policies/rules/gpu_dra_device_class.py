@@ -89,7 +89,7 @@ def _judge(subject: Subject, view: DraView) -> Iterator[Violation]:
 def check(ctx: RuleContext) -> Iterator[Violation]:
     if not ctx.dra.classes_known:
         return
-    for subject in unallocated_pod_subjects(ctx.pod, ctx.obj, ctx.dra):
+    for subject in unallocated_pod_subjects(ctx.pod, ctx.namespace, ctx.dra):
         yield from _judge(subject, ctx.dra)
 
 

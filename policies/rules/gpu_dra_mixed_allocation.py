@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from policies.applicability import Applies, Profile
 from policies.dra.facts import DraView
 from policies.dra.matching import cached_match
-from policies.dra.podclaims import PodClaim, object_namespace, pod_claims
+from policies.dra.podclaims import PodClaim, pod_claims
 from policies.dra.reading import is_dra
 from policies.dra.slices import parse_device_class
 from policies.facts import ClusterFacts, NodeFacts
@@ -104,7 +104,7 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
             sites[0][1],
             severity=Severity.INFO,
         )
-    claims = [c for c in pod_claims(ctx.pod, object_namespace(ctx.obj), ctx.dra) if c.spec is not None]
+    claims = [c for c in pod_claims(ctx.pod, ctx.namespace, ctx.dra) if c.spec is not None]
     view = ctx.dra
     inventory = view.inventory
     if not claims or inventory is None or view.cluster is None:

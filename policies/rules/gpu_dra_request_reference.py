@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from policies.applicability import Applies, has_dra_claims
 from policies.dra.claims import REQUEST_REF
 from policies.dra.objects import DNS_LABEL
-from policies.dra.podclaims import claim_uses, object_namespace, pod_claims
+from policies.dra.podclaims import claim_uses, pod_claims
 from policies.dra.subjects import object_subject
 from policies.rule import NeedsFacts, ObjectContext, Option, RuleContext
 from policies.types import Severity, Violation
@@ -63,7 +63,7 @@ OPTIONS: tuple[Option, ...] = ()
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    claims = {c.name: c for c in pod_claims(ctx.pod, object_namespace(ctx.obj), ctx.dra)}
+    claims = {c.name: c for c in pod_claims(ctx.pod, ctx.namespace, ctx.dra)}
     for use in claim_uses(ctx.pod):
         if use.request is None:
             continue

@@ -293,7 +293,7 @@ def _split(pointer_text: str) -> RelPath:
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    for subject in unallocated_pod_subjects(ctx.pod, ctx.obj, ctx.dra):
+    for subject in unallocated_pod_subjects(ctx.pod, ctx.namespace, ctx.dra):
         yield from _judge(subject, ctx.dra, compile_errors=False)
 
 

@@ -60,7 +60,7 @@ from policies.dra.facts import DraView
 from policies.dra.feasibility import Feasibility, explain, feasibility
 from policies.dra.inventory import Inventory
 from policies.dra.objects import DeviceID
-from policies.dra.podclaims import PodClaim, object_namespace, pod_claims
+from policies.dra.podclaims import PodClaim, pod_claims
 from policies.dra.subjects import Subject, alternatives, object_subject
 from policies.facts import ClusterFacts, NodeFacts
 from policies.memo import DraVerdictKey
@@ -202,7 +202,7 @@ def _placement_reasons(ctx: RuleContext, node: NodeFacts) -> list[str]:
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
-    claims = pod_claims(ctx.pod, object_namespace(ctx.obj), ctx.dra)
+    claims = pod_claims(ctx.pod, ctx.namespace, ctx.dra)
     resolved = [c for c in claims if c.spec is not None and not c.spec.problems]
     if not resolved or not ctx.facts.nodes:
         return

@@ -16,8 +16,8 @@ from gpuguard.sources.snapshot import load_cluster_facts
 from policies.config import Config
 from policies.engine import evaluate
 from policies.facts import MEMO_LIMIT
-from policies.memo import rule_results_key
 from policies.podspec import extract
+from policies.template_inputs import template_key
 from webhook import admission
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,10 +34,10 @@ def _module() -> ModuleType:
 
 
 def _memo_keys(obj: Any) -> tuple[Any, ...]:
-    """The rule-results memo keys of an object's templates (policies.memo.rule_results_key)."""
+    """The rule-results memo keys of an object's templates (policies.template_inputs.inputs_key)."""
     config = CONFIG
     return tuple(
-        rule_results_key(config, t, obj["metadata"].get("annotations"), set())
+        template_key(t, obj)
         for t in extract(obj, config.workload_index)
     )
 

@@ -19,9 +19,11 @@ from policies.config import Config
 from policies.dra.facts import NO_INPUTS, DraView
 from policies.facts import ClusterFacts
 from policies.memo import TemplateAnalysis
+from policies.operands import controlled_by_cluster_policy
 from policies.podspec import PodTemplate, extract
 from policies.registry import RULES
 from policies.rule import RuleContext
+from policies.template_inputs import object_inputs, template_inputs
 from tests.support.paths import EXAMPLES, FIXTURES
 
 RESTRICTED = {rule_id: m for rule_id, m in RULES.items() if m.APPLIES is not None}
@@ -48,8 +50,9 @@ DOCUMENTS = _documents()
 
 
 def _context(doc: dict[str, Any], pod: PodTemplate, facts: ClusterFacts, config: Config, rule_id: str) -> RuleContext:
+    owned = controlled_by_cluster_policy(doc)
     return RuleContext(
-        obj=doc, pod=pod, facts=facts, has_facts=not facts.is_empty,
+        inputs=template_inputs(pod, object_inputs(doc, owned), frozenset()), facts=facts, has_facts=not facts.is_empty,
         options=config.settings(rule_id).options, is_gpu=config.is_gpu,
         analysis=TemplateAnalysis(pod, facts, config.is_gpu), dra=DraView(facts.dra, NO_INPUTS),
     )

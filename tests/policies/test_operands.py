@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from policies import evaluate
-from policies.operands import is_placeholder, operand
+from policies.operands import controlled_by_cluster_policy, is_placeholder, operand
 from policies.podspec import extract
 from policies.types import Finding, Severity
 from tests.support.paths import CORPUS
@@ -123,14 +123,14 @@ def test_a_tenant_pod_that_copies_an_operands_labels_is_judged_as_before() -> No
 def test_image_and_shape_are_both_needed() -> None:
     ds = load(VALIDATOR)
     (pod,) = extract(ds)
-    assert operand(ds, pod, unrendered=True) is not None
-    assert operand(ds, pod, unrendered=False) is None  # the image placeholder counts only unrendered
+    assert operand(ds['kind'], controlled_by_cluster_policy(ds), pod, unrendered=True) is not None
+    assert operand(ds['kind'], controlled_by_cluster_policy(ds), pod, unrendered=False) is None  # the image placeholder counts only unrendered
     no_shape = copy.deepcopy(ds)
     del no_shape["spec"]["template"]["spec"]["nodeSelector"]
-    assert operand(no_shape, extract(no_shape)[0], unrendered=True) is None
+    assert operand(no_shape['kind'], controlled_by_cluster_policy(no_shape), extract(no_shape)[0], unrendered=True) is None
     own_image = copy.deepcopy(ds)
     own_image["spec"]["template"]["spec"]["containers"][0]["image"] = "ghcr.io/someone/tool:1"
-    assert operand(own_image, extract(own_image)[0], unrendered=True) is None
+    assert operand(own_image['kind'], controlled_by_cluster_policy(own_image), extract(own_image)[0], unrendered=True) is None
     assert any(f.severity is Severity.ERROR for f in bypass(own_image))
 
 

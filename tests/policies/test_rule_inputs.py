@@ -16,9 +16,9 @@ from gpuguard.sources.snapshot import load_cluster_facts
 from policies.config import Config
 from policies.engine import Evaluation, evaluate
 from policies.facts import ClusterFacts
-from policies.memo import rule_results_key
 from policies.podspec import PodTemplate, extract
 from policies.rule_inputs import PROJECTED_SHAPES, TOKEN_VOLUME, UNREAD, annotations_read, spec_read
+from policies.template_inputs import template_key
 from tests.support.admission import TOKEN_MOUNT_PATH, TOKEN_VOLUME_SOURCE, token_mount, token_volume
 from tests.support.paths import CORPUS, EXAMPLES, FIXTURES, ROOT
 
@@ -35,7 +35,7 @@ def _worker(env: list[Any], mounts: list[Any] | None = None) -> dict[str, Any]:
 
 
 def _key(pod: PodTemplate, object_annotations: Any = None) -> Any:
-    return rule_results_key(object(), pod, object_annotations, set())
+    return template_key(pod, {"metadata": {"annotations": object_annotations}})
 
 
 def _as_sent(suffix: str, rank: str, hostname: str) -> PodTemplate:
@@ -233,7 +233,7 @@ def test_replicas_get_the_findings_of_a_fresh_evaluation() -> None:
     for label, doc in docs:
         first, second = _as_replica(doc, 0, rng), _as_replica(doc, 1, rng)
         keys = [
-            [rule_results_key(config, t, (o.get("metadata") or {}).get("annotations"), set()) for t in _templates(o)]
+            [template_key(t, o) for t in _templates(o)]
             for o in (first, second)
         ]
         assert keys[0] == keys[1], label
@@ -335,7 +335,7 @@ def test_fuzzed_pods_never_break_the_key_and_equal_keys_mean_equal_findings() ->
         pod = _odd_pod(rng)
         other = _with_unread_changes(pod)
         keys = [
-            [rule_results_key(config, t, o["metadata"].get("annotations"), set()) for t in _templates(o)]
+            [template_key(t, o) for t in _templates(o)]
             for o in (pod, other)
         ]
         if keys[0] != keys[1] or pod == other:

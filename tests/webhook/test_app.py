@@ -9,7 +9,7 @@ import orjson
 
 from gpuguard.registry.service import ImageLookupService
 from policies.config import Config
-from policies.memo import ReviewImagePairsKey
+from policies.memo import ImageUsesKey
 from tests.support.admission import review, token_mount, token_volume
 from webhook.app import StaticFacts, create_app
 
@@ -87,7 +87,7 @@ def test_image_lookup_keys_hold_a_digest_not_the_spec() -> None:
     assert len(lookups.asked) == 25 and all(pairs == (("nvcr.io/nvidia/pytorch:24.05-py3", "amd64"),)
                                             for pairs in lookups.asked)
     memo = facts.current()._memo  # type: ignore[attr-defined]
-    keys = [k for k in memo if isinstance(k, ReviewImagePairsKey)]
+    keys = [k for k in memo if isinstance(k, ImageUsesKey)]
     assert len(keys) == 25 and all(len(k.content) == 16 for k in keys)
 
 
@@ -108,9 +108,9 @@ def _replica(index: int) -> dict[str, Any]:
 def test_replicas_share_their_image_lookups(monkeypatch: Any) -> None:
     """The pods of one controller differ in token volume, hostname and env: which images to look
     up is worked out for the first only, and every pod gets the lookups."""
-    from gpuguard.registry import facts as registry_facts
+    from policies import engine
 
-    computed = _counted(monkeypatch, registry_facts, "pairs_in")
+    computed = _counted(monkeypatch, engine, "image_uses")
     lookups = Lookups()
     app = create_app(Config(), StaticFacts(), image_lookups=cast(ImageLookupService, lookups))
     _create_all(app, (_replica(i) for i in range(10)))

@@ -21,7 +21,7 @@ import yaml
 from gpuguard.registry.facts import ResolvedImages
 from gpuguard.sources.configmodel import load_config
 from policies.config import Config
-from policies.engine import Evaluation, evaluate
+from policies.engine import Evaluation, Prepared, evaluate
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts
 from tests.support.fake_apiserver import gpu_node
@@ -147,9 +147,10 @@ class Recorder:
     def __init__(self) -> None:
         self.seen: list[ImageFacts | None] = []
 
-    def __call__(self, obj: dict[str, Any], config: Config, facts: ClusterFacts, images: ImageFacts | None = None) -> Evaluation:
+    def __call__(self, obj: dict[str, Any], config: Config, facts: ClusterFacts, images: ImageFacts | None = None,
+                 prepared: Prepared | None = None) -> Evaluation:
         self.seen.append(images)
-        return evaluate(obj, config, facts, images)
+        return evaluate(obj, config, facts, images, prepared=prepared)
 
 
 def webhook_config(ca: Path, budget_ms: int, **extra: Any) -> Config:

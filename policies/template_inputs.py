@@ -1,0 +1,155 @@
+"""What a template rule is given, and nothing else: ``TemplateInputs``, and the memo key derived from it.
+
+A template rule (``policies.rule.RuleContext``) sees one pod template as ``project`` builds it — the
+spec as ``policies.rule_inputs`` keeps it for the rule-results key (variables no rule reads, the
+service-account token volume's generated name, hostnames and claim names replaced by stand-ins),
+the template's annotations that rules read, and of the object only ``ObjectInputs``: its kind, its
+namespace, its annotations that rules read, and whether a GPU Operator ClusterPolicy controls it.
+The raw object and the raw pod are not reachable from there.
+
+``inputs_key`` digests every field of ``TemplateInputs``, recursively through the dataclasses it
+holds, except fields whose metadata marks them ``DERIVED`` (a value computed from other fields, such
+as a container's mapping, which is the spec's at the container's path).  So the memo key is not a
+second description of what rules read, kept by hand: adding a field to what rules are given adds
+it to the key.  ``tests/policies/test_template_inputs.py`` checks that a rule reading outside the
+inputs gets nothing, and that two templates with equal keys get equal rule results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from policies.digest import DERIVED, MAX_DEPTH, TooDeep
+from policies.podspec import ContainerRef, PodTemplate
+from policies.rule_inputs import annotations_read, spec_read
+from policies.shapes import as_dict
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectInputs:
+    """What template rules read of the object that holds the template."""
+
+    kind: Any  # the object's ``kind`` as given
+    namespace: Any  # ``metadata.namespace`` as given (None without one)
+    annotations: Any  # the object's annotations that rules read (policies.rule_inputs.annotations_read)
+    cluster_policy_owned: bool  # a GPU Operator ClusterPolicy is its controller (policies.operands)
+
+    @property
+    def namespace_name(self) -> str:
+        """The namespace as a string ("" when absent or not a string)."""
+        return self.namespace if isinstance(self.namespace, str) else ""
+
+    def annotation_map(self) -> dict[str, Any]:
+        return as_dict(self.annotations)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TemplateInputs:
+    """One judged pod template, as its rules see it; hashable and compared by ``key``."""
+
+    pod: PodTemplate  # projected (``project``): what the rules read of the template
+    of_object: ObjectInputs
+    ignored: frozenset[str]  # rule ids the ignore annotation skips on this template
+    # The input's DRA objects, when they can matter to this template (policies.engine): their key.
+    dra_inputs: bytes = b""
+    # Containers that are not the spec's mapping at their path, kept whole (none in any known shape).
+    loose_containers: tuple[dict[str, Any], ...] = ()
+    key: bytes | None = field(default=None, metadata={DERIVED: True})
+
+    def __hash__(self) -> int:
+        return hash(self.key) if self.key is not None else id(self)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TemplateInputs):
+            return NotImplemented
+        return self is other or (self.key is not None and self.key == other.key)
+
+
+def _node_at(spec: Any, path: tuple[Any, ...]) -> Any:
+    node = spec
+    for segment in path:
+        if isinstance(node, dict):
+            node = node.get(segment)
+        elif isinstance(node, list) and isinstance(segment, int) and 0 <= segment < len(node):
+            node = node[segment]
+        else:
+            return None
+    return node
+
+
+def project(pod: PodTemplate) -> tuple[PodTemplate, tuple[dict[str, Any], ...]]:
+    """The template as rules see it, and the containers kept whole because they are not found at
+    their path in the spec (their mapping is then part of the key by itself)."""
+    spec = spec_read(pod)
+    annotations = pod.metadata.get("annotations")
+    metadata: dict[str, Any] = {"annotations": annotations_read(annotations)} if annotations is not None else {}
+    if spec is pod.spec:
+        containers = pod.containers
+        loose = tuple(c.container for c in containers if _node_at(pod.spec, c.path) is not c.container)
+    else:
+        refs = []
+        kept: list[dict[str, Any]] = []
+        for c in pod.containers:
+            mapping = _node_at(spec, c.path) if _node_at(pod.spec, c.path) is c.container else None
+            if not isinstance(mapping, dict):
+                mapping = c.container
+                kept.append(mapping)
+            refs.append(ContainerRef(c.path, mapping, c.kind, c.resources_key, c.shared_mounts))
+        containers, loose = tuple(refs), tuple(kept)
+    return dataclasses.replace(pod, spec=spec, metadata=metadata, containers=containers), loose
+
+
+def _as_data(value: Any) -> Any:
+    """orjson's fallback: a dataclass as its type and its digested fields; a set sorted; bytes as hex."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [type(value).__name__, *(
+            getattr(value, f.name) for f in dataclasses.fields(value) if f.compare and not f.metadata.get(DERIVED)
+        )]
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    if isinstance(value, bytes):  # a digest (the DRA inputs' key)
+        return value.hex()
+    raise TypeError(type(value).__name__)
+
+
+_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def inputs_key(inputs: TemplateInputs) -> bytes | None:
+    """A 16-byte digest of every non-derived field of ``inputs``, recursively (policies.digest's
+    bound); None when some value is not JSON data.  Raises TooDeep past the engine's nesting limit."""
+    try:
+        data = orjson.dumps(inputs, default=_as_data, option=_OPTIONS)
+    except orjson.JSONEncodeError as exc:
+        if "Recursion limit" in str(exc):
+            raise TooDeep(f"nested deeper than {MAX_DEPTH} levels") from None
+        return None
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def template_inputs(
+    pod: PodTemplate, obj_inputs: ObjectInputs, ignored: frozenset[str], dra_inputs: bytes = b""
+) -> TemplateInputs:
+    """The inputs of one template, with their key (None: not JSON data, so never memoised)."""
+    projected, loose = project(pod)
+    inputs = TemplateInputs(projected, obj_inputs, ignored, dra_inputs, loose)
+    object.__setattr__(inputs, "key", inputs_key(inputs))
+    return inputs
+
+
+def object_inputs(obj: Mapping[str, Any], cluster_policy_owned: bool) -> ObjectInputs:
+    meta = as_dict(obj.get("metadata"))
+    return ObjectInputs(obj.get("kind"), meta.get("namespace"), annotations_read(meta.get("annotations")),
+                        cluster_policy_owned)
+
+
+def template_key(pod: PodTemplate, obj: Mapping[str, Any] | None = None, ignored: frozenset[str] = frozenset(),
+                 cluster_policy_owned: bool = False) -> bytes | None:
+    """``inputs_key`` of ``pod`` as a template of ``obj`` (its kind, namespace and annotations)."""
+    return template_inputs(pod, object_inputs(obj or {}, cluster_policy_owned), ignored).key
