@@ -220,7 +220,6 @@ class PreparedTemplate:
     facts: ClusterFacts  # the facts it is judged against (one node's when the pod is bound to it)
     has_facts: bool
     ignored: frozenset[str]
-    image_uses: tuple[ImageUse, ...] = ()
     problem: str = ""
 
 
@@ -250,7 +249,14 @@ class Prepared:
 
     def image_uses(self) -> tuple[ImageUse, ...]:
         """Every image the rules will look up, in document order (what a face prefetches)."""
-        return tuple(u for t in self.judged for u in t.image_uses)
+        return tuple(u for t in self.judged for u in self.template_image_uses(t))
+
+    def template_image_uses(self, judged: PreparedTemplate) -> tuple[ImageUse, ...]:
+        """The images one template's rules look up (worked out when first asked: a run without
+        image facts never needs them)."""
+        if judged.inputs is None:
+            return ()
+        return _image_uses(judged.inputs, self.config, self.facts)
 
     def prepared_for(self, obj: Any, config: Config | None, facts: ClusterFacts | None) -> bool:
         return obj is self.obj and (config is None or config is self.config) and facts is self.given_facts
@@ -345,9 +351,7 @@ def prepare(
             prepared.judged.append(PreparedTemplate(pod, None, pod_facts, judged_with_facts, ignored,
                                                     problem=f"the pod template is {exc}"))
             continue
-        prepared.judged.append(PreparedTemplate(
-            pod, inputs, pod_facts, judged_with_facts, ignored, _image_uses(inputs, config, facts)
-        ))
+        prepared.judged.append(PreparedTemplate(pod, inputs, pod_facts, judged_with_facts, ignored))
     return prepared
 
 
@@ -372,7 +376,7 @@ def judge(prepared: Prepared, images: ImageFacts | None = None) -> Evaluation:
         try:
             if judged.inputs is None:
                 raise TooDeep(judged.problem)
-            violations, pod_skipped, placeholders = _check_memoised(judged, judged.inputs, config, ev.images, dra)
+            violations, pod_skipped, placeholders = _check_memoised(prepared, judged, judged.inputs, ev.images, dra)
         except TooDeep as exc:
             problem = judged.problem or f"the pod template is {exc}"
             violations, pod_skipped, placeholders = ((CHECK_FAILED, _unjudged(problem)),), frozenset(), ()
@@ -470,7 +474,7 @@ RuleResults = tuple[tuple[tuple[str, Violation], ...], frozenset[str], tuple[Pla
 
 
 def _check_memoised(
-    judged: PreparedTemplate, inputs: TemplateInputs, config: Config, images: ImageFacts, dra: DraView
+    prepared: Prepared, judged: PreparedTemplate, inputs: TemplateInputs, images: ImageFacts, dra: DraView
 ) -> RuleResults:
     """Run the rules on one pod template, memoised per facts snapshot and config.
 
@@ -481,7 +485,7 @@ def _check_memoised(
     replicas differ only in what rules never see), so the webhook judges each once per snapshot.
     Violations are immutable and carry paths relative to the template, so they are shared safely.
     """
-    facts = judged.facts
+    facts, config = judged.facts, prepared.config
 
     def check() -> RuleResults:
         return _check(inputs, config, facts, images, judged.has_facts, dra)
@@ -491,7 +495,8 @@ def _check_memoised(
     seen: Any = None
     if not isinstance(images, NoImageFacts):
         archs = lookup_archs(facts)
-        seen = lookup_key(images, tuple((u.image, arch) for u in judged.image_uses for arch in archs))
+        uses = prepared.template_image_uses(judged)
+        seen = lookup_key(images, tuple((u.image, arch) for u in uses for arch in archs))
     return facts.memoised(RuleResultsKey(id(config), inputs.key, seen), check, owner=config)
 
 

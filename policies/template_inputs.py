@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,15 +102,39 @@ def project(pod: PodTemplate) -> tuple[PodTemplate, tuple[dict[str, Any], ...]]:
                 kept.append(mapping)
             refs.append(ContainerRef(c.path, mapping, c.kind, c.resources_key, c.shared_mounts))
         containers, loose = tuple(refs), tuple(kept)
-    return dataclasses.replace(pod, spec=spec, metadata=metadata, containers=containers), loose
+    return _replaced(pod, spec=spec, metadata=metadata, containers=containers), loose
+
+
+_POD_FIELDS = tuple(f.name for f in dataclasses.fields(PodTemplate))
+
+
+def _replaced(pod: PodTemplate, **changes: Any) -> PodTemplate:
+    """``dataclasses.replace`` for PodTemplate (which has no ``__post_init__``), without its generic
+    argument handling: this runs for every judged template."""
+    new = object.__new__(PodTemplate)
+    for name in _POD_FIELDS:
+        object.__setattr__(new, name, changes[name] if name in changes else getattr(pod, name))
+    return new
+
+
+def _digested_fields(cls: type) -> Callable[[Any], list[Any]]:
+    """For a dataclass: its name and the values of its compared, non-derived fields, in order."""
+    names = tuple(f.name for f in dataclasses.fields(cls) if f.compare and not f.metadata.get(DERIVED))
+    name = cls.__name__
+    return lambda value: [name, *(getattr(value, n) for n in names)]
+
+
+_AS_DATA: dict[type, Callable[[Any], list[Any]]] = {}  # one entry per dataclass, built when first met
 
 
 def _as_data(value: Any) -> Any:
     """orjson's fallback: a dataclass as its type and its digested fields; a set sorted; bytes as hex."""
+    as_data = _AS_DATA.get(type(value))
+    if as_data is not None:
+        return as_data(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [type(value).__name__, *(
-            getattr(value, f.name) for f in dataclasses.fields(value) if f.compare and not f.metadata.get(DERIVED)
-        )]
+        as_data = _AS_DATA[type(value)] = _digested_fields(type(value))
+        return as_data(value)
     if isinstance(value, (set, frozenset)):
         return sorted(value, key=repr)
     if isinstance(value, bytes):  # a digest (the DRA inputs' key)
