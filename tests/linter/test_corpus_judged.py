@@ -24,9 +24,16 @@ import pytest
 from tests.support import judge_corpus as jc
 from tests.support.paths import CORPUS, ROOT
 
-# Precision (earned / judged) per context may not fall below 0.95 (1.00 on this corpus today; README
-# gives it by rule).
+# Precision (earned / judged) per context may not fall below its floor: 0.95 on the corpora whose
+# misreadings were fixed (1.00 on both today), and on holdout2, whose first contact was 0.20 / 0.77 /
+# 0.78 / 0.71 / 0.67, the precision after its three fixed classes (README gives the rest); a fix may
+# only raise them.
 FLOORS = {"none": 0.95, "sample": 0.95, "eks": 0.95, "gke": 0.95, "onprem-mig": 0.95}
+CORPUS_FLOORS = {
+    "fresh": FLOORS,
+    "holdout": FLOORS,
+    "holdout2": {"none": 0.50, "sample": 0.89, "eks": 0.93, "gke": 0.90, "onprem-mig": 0.77},
+}
 
 
 def _key_text(key: jc.Key) -> str:
@@ -96,11 +103,12 @@ def test_every_context_has_judged_findings(records: list[dict[str, Any]]) -> Non
 
 
 @pytest.mark.parametrize("context", list(FLOORS))
-def test_precision_per_context_never_falls(context: str, records: list[dict[str, Any]]) -> None:
+def test_precision_per_context_never_falls(context: str, corpus: str, records: list[dict[str, Any]]) -> None:
     per_context, _ = jc.tallies(records)
     precision = per_context[context].precision
-    assert precision is not None and precision >= FLOORS[context], (
-        f"{context}: precision {precision:.3f} fell below its floor {FLOORS[context]}"
+    floor = CORPUS_FLOORS[corpus][context]
+    assert precision is not None and precision >= floor, (
+        f"{corpus} {context}: precision {precision:.3f} fell below its floor {floor}"
     )
 
 
@@ -134,6 +142,19 @@ def test_the_holdout_corpus_is_sourced_and_new() -> None:
     assert {"Apache-2.0.txt", "MIT-0__aws-samples__aws-do-eks.txt", "MIT__Azure__AKS.txt"} <= licences
     older = {p.read_bytes() for d in ("real", "gangs", "helm-templates", "fresh") for p in (CORPUS / d).rglob("*.y*ml")}
     assert not _repeated(jc.HOLDOUT, files, older)
+
+
+def test_the_second_holdout_corpus_is_sourced_and_new() -> None:
+    """holdout2 was gathered after the fixes made on holdout, from repositories mostly new to every
+    other corpus, and judged as first linted."""
+    rows, files = _sourced(jc.HOLDOUT2)
+    assert len(files) >= 40 and len({r["repo"] for r in rows}) >= 12
+    assert {r["license"] for r in rows} <= {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
+    licences = {p.name for p in (CORPUS / "LICENSES").iterdir()}
+    assert {"Apache-2.0.txt", "MIT-0__aws-samples__aws-do-ray.txt"} <= licences
+    older = {p.read_bytes() for d in ("real", "gangs", "helm-templates", "fresh", "holdout")
+             for p in (CORPUS / d).rglob("*.y*ml")}
+    assert not _repeated(jc.HOLDOUT2, files, older)
 
 
 def test_the_fresh_corpus_is_sourced_and_new() -> None:

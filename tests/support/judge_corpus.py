@@ -42,9 +42,14 @@ FRESH = CORPUS / "fresh"
 JUDGED = FIXTURES / "corpus-judged.json"
 HOLDOUT = CORPUS / "holdout"
 HOLDOUT_JUDGED = FIXTURES / "corpus-holdout-judged.json"
-# Each judged corpus and its judgements: ``fresh`` (what the misreadings were found and fixed on) and
-# ``holdout`` (gathered after those fixes, judged as linted: never tuned on).
-CORPORA: dict[str, tuple[Path, Path]] = {"fresh": (FRESH, JUDGED), "holdout": (HOLDOUT, HOLDOUT_JUDGED)}
+HOLDOUT2 = CORPUS / "holdout2"
+HOLDOUT2_JUDGED = FIXTURES / "corpus-holdout2-judged.json"
+# Each judged corpus and its judgements: ``fresh`` (what the misreadings were found and fixed on),
+# ``holdout`` (gathered after those fixes; its first-contact misreadings were fixed in turn) and
+# ``holdout2`` (gathered after those, and judged as first linted).
+CORPORA: dict[str, tuple[Path, Path]] = {
+    "fresh": (FRESH, JUDGED), "holdout": (HOLDOUT, HOLDOUT_JUDGED), "holdout2": (HOLDOUT2, HOLDOUT2_JUDGED),
+}
 CLUSTERS = FIXTURES / "clusters"
 README = ROOT / "README.md"
 JUDGED_SEVERITIES = ("error", "warning")
