@@ -282,20 +282,25 @@ KUBELET_INFRASTRUCTURE_DIRS: tuple[str, ...] = (
 )
 
 
-# Images of NVIDIA's GPU infrastructure: the GPU Operator's operands (NVIDIA/gpu-operator v26.7.0
+# Images of GPU infrastructure: NVIDIA's GPU Operator's operands (NVIDIA/gpu-operator v26.7.0
 # deployments/gpu-operator/values.yaml: gpu-operator, driver, cloud-native/*, k8s/container-toolkit,
 # k8s/dcgm-exporter, k8s-device-plugin (also GPU feature discovery's), kubevirt-gpu-device-plugin,
 # dra-driver-nvidia-gpu), as repository paths on any registry.
 INFRASTRUCTURE_IMAGE_PATHS: tuple[str, ...] = (
     "nvidia/gpu-operator", "nvidia/driver", "nvidia/k8s/container-toolkit", "nvidia/k8s/dcgm-exporter",
     "nvidia/k8s-device-plugin", "nvidia/kubevirt-gpu-device-plugin", "nvidia/dra-driver-nvidia-gpu",
+    # The AMD GPU Operator's operand images (ROCm/gpu-operator@6df13c17 helm-charts-k8s/values.yaml:
+    # the operator, its utils, device plugin and node labeller, metrics exporter, test runner,
+    # device config manager and DRA driver).
+    "rocm/amd-gpu-operator", "rocm/amd-gpu-operator-utils", "rocm/k8s-device-plugin", "rocm/device-metrics-exporter",
+    "rocm/test-runner", "rocm/device-config-manager", "rocm/k8s-gpu-dra-driver",
 )
 INFRASTRUCTURE_IMAGE_DIRS: tuple[str, ...] = ("nvidia/cloud-native/",)
 
 
 def is_infrastructure_image(image: object) -> bool:
-    """Whether ``image`` is one of NVIDIA's GPU infrastructure images (for manifests that name no
-    namespace; a namespace decides where one is named)."""
+    """Whether ``image`` is one of NVIDIA's or AMD's GPU infrastructure images (for manifests that
+    name no namespace; a namespace decides where one is named)."""
     ref = parse_image(image) if isinstance(image, str) else None
     if ref is None:
         return False

@@ -28,7 +28,8 @@ hand out GPUs nobody allocated, so the scheduler and the kubelet believe they ar
   a warning in one that does not but can land on GPU nodes (info without facts).  A GPU pod that
   requests every GPU of each node it can land on (cluster facts), or without known nodes 8 or more
   (a whole HGX/DGX server), gets info: it sees nothing it was not allocated, unless its nodes have
-  more GPUs.
+  more GPUs.  So does one whose GPU count is still a placeholder (``"<number_of_gpus>"``, an input
+  error of its own): what it sees beyond its allocation is known once the count is filled in.
 
 Node configuration that closes a path (rule options): ``envvarWhenUnprivileged: false`` when the
 nodes' NVIDIA Container Toolkit sets ``accept-nvidia-visible-devices-envvar-when-unprivileged =
@@ -201,7 +202,7 @@ def _unnamed_infrastructure(ctx: RuleContext) -> str | None:
             return f"the pod mounts {directory}: GPU infrastructure, which sees every GPU by design"
     images = [c.container.get("image") for c in ctx.pod.containers]
     if images and all(is_infrastructure_image(i) for i in images):
-        return "its images are NVIDIA's GPU infrastructure, which sees every GPU by design"
+        return "its images are GPU infrastructure (NVIDIA's or AMD's GPU Operator, device plugins), which sees every GPU by design"
     return None
 
 
@@ -522,6 +523,18 @@ def _holds_every_gpu(ctx: RuleContext) -> bool | None:
 
 
 def _privileged_with_gpus(ctx: RuleContext, c: ContainerRef, path: RelPath) -> Violation:
+    if any(requests_by_placeholder(other.resources, ctx.is_gpu) for other in ctx.pod.containers):
+        # How many GPUs the pod holds is decided when it is rendered (the placeholder is the input
+        # error); a whole-node tool such as a bug reporter is written with the node's GPU count there.
+        return Violation(
+            message=(
+                f"container {c.name!r} is privileged and sees every GPU of its node; the pod's GPU count is still a "
+                "placeholder, so whether it sees GPUs it was not allocated is known once the count is filled in "
+                "(every GPU of the node: nothing)"
+            ),
+            path=path,
+            severity=Severity.INFO,
+        )
     holds = _holds_every_gpu(ctx)
     most = max((int(q) for q in ctx.gpu_requests().values()), default=0)
     if holds:

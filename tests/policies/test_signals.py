@@ -65,3 +65,19 @@ def test_unrelated_signals_are_not_gpu_related() -> None:
         volumes=[{"name": "d", "hostPath": {"path": "/dev/driver"}}],
     ))
     assert not ev.gpu_related and not ev.findings
+
+
+@pytest.mark.parametrize(("image", "infrastructure"), [
+    ("nvcr.io/nvidia/k8s-device-plugin:v0.17.0", True),
+    ("nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0", True),
+    ("docker.io/rocm/test-runner:v1.4.0", True),  # the AMD GPU Operator's (ROCm/gpu-operator values.yaml)
+    ("rocm/k8s-device-plugin:labeller-latest", True),
+    ("rocm/device-metrics-exporter:v1.3.0", True),
+    ("rocm/pytorch:latest", False),  # a workload image of the same organisation
+    ("docker.io/someone/rocm/test-runner-fork:1", False),
+    ("nvcr.io/nvidia/pytorch:24.05-py3", False),
+])
+def test_gpu_infrastructure_images(image: str, infrastructure: bool) -> None:
+    from policies.signals import is_infrastructure_image
+
+    assert is_infrastructure_image(image) is infrastructure

@@ -405,6 +405,7 @@ def test_a_host_path_at_dev_shm_is_judged_by_what_it_mounts(host_path: str, seve
         ("busybox:1.36", ["sh", "-c", "sleep 3600"], Severity.INFO),  # KAI-Scheduler's demos
         ("ubuntu", ["bash", "-c", "echo started; sleep 600"], Severity.INFO),
         ("docker.io/library/python:3.11", ["python", "serve.py"], Severity.INFO),
+        ("perl", ["/bin/sh"], Severity.INFO),  # a DWS ProvisioningRequest demo (GoogleCloudPlatform/accelerated-platforms)
         # A framework installed or launched at run time needs the shared memory after all.
         ("python:3.11", ["sh", "-c", "pip install torch && torchrun --nproc-per-node 4 train.py"], Severity.WARNING),
         ("ubuntu:22.04", ["mpirun", "-np", "4", "./app"], Severity.WARNING),
@@ -470,3 +471,24 @@ def test_privileged_gpu_pod_is_a_bypass_unless_it_holds_every_gpu_of_its_nodes(
     if severity == Severity.INFO:
         expected = "all of an 8-GPU server" if node_gpus is None else "requests all of them on every GPU node"
         assert expected in found[0].message
+
+
+@pytest.mark.parametrize("count", ["<number_of_gpus>", "${GPUS}", "GPU_COUNT_PLACEHOLDER"])
+@pytest.mark.parametrize("node_gpus", [None, [8]])
+def test_privileged_pod_with_a_placeholder_gpu_count_is_info(count: str, node_gpus: list[int] | None) -> None:
+    """A whole-node tool (GKE's COS nvidia-bug-report pod) is written with its GPU count to be filled
+    in: how much it sees beyond its allocation is unknown until then, and the placeholder is the
+    input error; the same pod with a count below its node's is an error."""
+    from policies import ClusterFacts
+    from tests.support.cluster_objects import node
+
+    facts = None if node_gpus is None else ClusterFacts.from_objects([node("n0", capacity=8, allocatable=8)])
+    obj = pod(container(resources={"limits": {"nvidia.com/gpu": count}, "requests": {"nvidia.com/gpu": count}},
+                        securityContext={"privileged": True}))
+    ev = evaluate(obj, None, facts)
+    (found,) = [f for f in ev.findings if f.rule == "gpu-device-access-bypass"]
+    assert found.severity is Severity.INFO and "still a placeholder" in found.message
+    assert ev.placeholders, "the placeholder itself is an input error"
+    filled = pod(container(resources=limits({"nvidia.com/gpu": 2}), securityContext={"privileged": True}))
+    assert [f.severity for f in evaluate(filled, None, facts).findings if f.rule == "gpu-device-access-bypass"] == [
+        Severity.ERROR]
