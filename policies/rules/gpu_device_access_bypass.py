@@ -202,7 +202,8 @@ def _unnamed_infrastructure(ctx: RuleContext) -> str | None:
             return f"the pod mounts {directory}: GPU infrastructure, which sees every GPU by design"
     images = [c.container.get("image") for c in ctx.pod.containers]
     if images and all(is_infrastructure_image(i) for i in images):
-        return "its images are GPU infrastructure (NVIDIA's or AMD's GPU Operator, device plugins), which sees every GPU by design"
+        return ("its images are GPU infrastructure (NVIDIA's or AMD's GPU Operator, device plugins), which sees "
+                "every GPU by design")
     return None
 
 
