@@ -24,7 +24,7 @@ from gpuguard.sources.yamlsafe import InputError, load_all_plain, read_text  # n
 from policies.config import Config  # noqa: E402
 from policies.cuda.conventions import offline_cuda  # noqa: E402
 from policies.cuda.versions import format_version  # noqa: E402
-from policies.image_uses import images_in  # noqa: E402
+from policies.engine import images_in  # noqa: E402
 
 
 def corpus_images(corpus: Path) -> Counter[str]:

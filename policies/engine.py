@@ -404,6 +404,27 @@ def judge(prepared: Prepared, images: ImageFacts | None = None) -> Evaluation:
     return ev
 
 
+def images_in(
+    obj: dict[str, Any], config: Config | None = None, rules: Iterable[str] | None = None
+) -> tuple[ImageUse, ...]:
+    """Every image the engine would look up in ``obj``, in document order: those of containers the CUDA
+    rule judges, and those of containers without devices whose image's NVIDIA_VISIBLE_DEVICES
+    gpu-device-access-bypass reads.
+
+    The templates are those ``policies.engine.prepare`` judges (so exempt namespaces, templates that
+    are not GPU-related and ignore annotations count as they do there); ``rules`` narrows the rules
+    whose images are listed.
+    """
+    prepared = prepare(obj, config)
+    if rules is None:
+        return prepared.image_uses()
+    wanted = tuple(rules)
+    return tuple(
+        u for t in prepared.judged if t.inputs is not None
+        for u in image_uses(t.inputs.pod, prepared.config, t.inputs.ignored, wanted)
+    )
+
+
 def kserve_view(facts: ClusterFacts, inputs: KServeView = NO_VIEW) -> KServeView:
     """What KServe's templates merge over (policies.kserve): the input's objects, then the cluster's."""
     return _kserve_view(inputs, facts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from policies.config import Config
@@ -22,29 +22,6 @@ class ImageUse:
     # Only gpu-device-access-bypass reads it (a container without GPUs): a lookup that fails or is
     # still pending is not worth a word, as offline knowledge judges such images well enough.
     quiet: bool = False
-
-
-def images_in(
-    obj: dict[str, Any], config: Config | None = None, rules: Iterable[str] | None = None
-) -> tuple[ImageUse, ...]:
-    """Every image the engine would look up in ``obj``, in document order: those of containers the CUDA
-    rule judges, and those of containers without devices whose image's NVIDIA_VISIBLE_DEVICES
-    gpu-device-access-bypass reads.
-
-    The templates are those ``policies.engine.prepare`` judges (so exempt namespaces, templates that
-    are not GPU-related and ignore annotations count as they do there); ``rules`` narrows the rules
-    whose images are listed.
-    """
-    from policies.engine import prepare
-
-    prepared = prepare(obj, config)
-    if rules is None:
-        return prepared.image_uses()
-    wanted = tuple(rules)
-    return tuple(
-        u for t in prepared.judged if t.inputs is not None
-        for u in image_uses(t.inputs.pod, prepared.config, t.inputs.ignored, wanted)
-    )
 
 
 def image_uses(

@@ -4,7 +4,7 @@ Like cluster facts, image facts are a lookup the engine is *given*: the faces fe
 (outside ``policies/``, with their own network, auth and cache) before they evaluate, and pass an
 ``ImageFacts`` view of what they know.  Nothing here does I/O.
 
-``policies.image_uses.images_in`` lists the images the engine would judge in an object, so a face
+``policies.engine.images_in`` lists the images the engine would judge in an object, so a face
 can prefetch exactly those; ``lookup_archs`` names the node architectures to fetch them for.  This
 module holds only the types, so that rules may use them without importing the engine.
 """

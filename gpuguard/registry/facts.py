@@ -11,8 +11,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from policies.config import Config
+from policies.engine import images_in
 from policies.facts import ClusterFacts
-from policies.image_uses import ImageUse, images_in
+from policies.image_uses import ImageUse
 from policies.images import DEFAULT_ARCH, ImageLookup, node_arch
 from policies.memo import GpuNodeArchesKey
 

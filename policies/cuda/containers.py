@@ -1,7 +1,7 @@
 """Which containers of a pod template the CUDA rule judges: those that use a GPU (or DRA claims).
 
 The same definition as ``policies.rulekit.uses_gpu`` over ``runnable_containers``, without a rule
-context, for ``policies.image_uses.images_in`` (which faces call before any rule runs).
+context, for ``policies.engine.images_in`` (which faces call before any rule runs).
 """
 
 from __future__ import annotations

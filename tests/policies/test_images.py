@@ -8,7 +8,8 @@ import yaml
 
 from gpuguard.sources.configmodel import load_config
 from policies import ClusterFacts, evaluate
-from policies.image_uses import ImageUse, images_in
+from policies.engine import images_in
+from policies.image_uses import ImageUse
 from policies.images import (
     ImageConfig,
     ImageLookup,

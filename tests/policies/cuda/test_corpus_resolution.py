@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gpuguard.sources.yamlsafe import InputError, load_all_plain, read_text
 from policies.cuda.conventions import offline_cuda
-from policies.image_uses import images_in
+from policies.engine import images_in
 from tests.support.paths import CORPUS
 
 EXPECTED: dict[str, tuple[int, ...] | str] = {

@@ -14,8 +14,8 @@ from typing import Any
 
 from policies import Config, evaluate
 from policies.dra.cel import compile_selector, prepare_device
+from policies.engine import images_in
 from policies.facts import ClusterFacts
-from policies.image_uses import images_in
 from policies.images import ImageConfig, ImageLookup
 from policies.types import Finding, Severity
 
