@@ -65,7 +65,12 @@ def quantity_placeholder_in(value: Any) -> str | None:
 
 def _token(value: Any) -> str | None:
     """The whole value, when it is a substitution token (``_TOKEN``)."""
-    return value if isinstance(value, str) and len(value) <= 128 and _TOKEN.fullmatch(value) else None
+    if not isinstance(value, str) or not value or len(value) > 128:
+        return None
+    first = value[0]
+    if first != "<" and not ("A" <= first <= "Z" and "_" in value):  # what either alternative starts with
+        return None  # every real quantity ("1", "500m", "16Gi") ends here, without a regex match
+    return value if _TOKEN.fullmatch(value) else None
 
 
 def requests_by_placeholder(container_resources: Mapping[str, Any], is_gpu: Callable[[str], bool]) -> bool:
