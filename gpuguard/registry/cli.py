@@ -8,7 +8,6 @@ config's ``registry.ca`` and ``registry.insecure``.  Results are cached on disk 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -81,6 +80,8 @@ def open_resolver(settings: RegistrySettings) -> tuple[Resolver, DiskStore]:
 
 def prefetch(settings: RegistrySettings, pairs: Sequence[Pair]) -> tuple[ResolvedImages, str]:
     """Look every (image, arch) up, at most MAX_PARALLEL at a time: the view, and a cache problem."""
+    import asyncio  # only runs that look images up pay for it (about 30 ms of every CLI start-up)
+
     resolver, store = open_resolver(settings)
 
     async def run() -> list[ImageLookup]:

@@ -17,15 +17,37 @@ CEL.g4 has, so counting them gives the same depth.
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-import lark
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from policies import patterns
 from policies.dra.cel import ast
+
+
+def _lazy(name: str) -> ModuleType:
+    """``name`` imported when first used (importlib.util.LazyLoader): every gpuguard process imports
+    this module, and only those that parse a CEL expression need lark (about 25 ms to import)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.loader is not None
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+if TYPE_CHECKING:
+    import lark
+else:
+    lark = _lazy("lark")
 
 MAX_RECURSION_DEPTH = 250  # cel-go parser default, unchanged by Kubernetes
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -58,7 +80,8 @@ class Parsed:
     max_expr_depth: int  # nested ``expr`` rules, cel-go's recursion measure
 
 
-Tree = lark.Tree[lark.Token]
+if TYPE_CHECKING:
+    Tree = lark.Tree[lark.Token]
 
 GRAMMAR = Path(__file__).with_name("cel.lark")
 _parser: lark.Lark | None = None
@@ -266,7 +289,8 @@ _BINARY = {
     "multiplication_mod": "_%_",
 }
 
-Built = ast.Expr | list[ast.Expr] | lark.Token | tuple[str, ...] | None
+if TYPE_CHECKING:
+    Built = ast.Expr | list[ast.Expr] | lark.Token | tuple[str, ...] | None
 
 
 class _Builder:
