@@ -54,6 +54,22 @@ GPU_SHARE_RESOURCES = frozenset(
 )
 
 
+# GPU shares served by device plugins of their own, outside the GPU vendors' resource names: the
+# plugin picks the GPU at Allocate and sets NVIDIA_VISIBLE_DEVICES to it, which overrides the
+# image's value.  Volcano's GPU-share plugin (volcano-sh/devices@95b591b6 pkg/plugin/nvidia/const.go:
+# volcano.sh/gpu-memory, volcano.sh/gpu-number; server.go sets VisibleDevice, NVIDIA_VISIBLE_DEVICES)
+# and Alibaba's GPU sharing (AliyunContainerService/gpushare-scheduler-extender@c0b61411
+# pkg/utils/const.go: aliyun.com/gpu-mem, aliyun.com/gpu-count, EnvNVGPU NVIDIA_VISIBLE_DEVICES).
+PLUGIN_SHARE_RESOURCES = frozenset(
+    {"volcano.sh/gpu-memory", "volcano.sh/gpu-number", "aliyun.com/gpu-mem", "aliyun.com/gpu-count"}
+)
+
+
+def is_plugin_share_resource(name: str) -> bool:
+    """A GPU share whose device plugin allocates a GPU and names it in NVIDIA_VISIBLE_DEVICES."""
+    return name in PLUGIN_SHARE_RESOURCES
+
+
 def is_gpu_share_resource(name: str) -> bool:
     """True for quota-like GPU resources (not device counts), incl. ``*_monitoring`` resources."""
     return name in GPU_SHARE_RESOURCES or name.endswith("_monitoring")

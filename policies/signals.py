@@ -289,6 +289,9 @@ KUBELET_INFRASTRUCTURE_DIRS: tuple[str, ...] = (
 INFRASTRUCTURE_IMAGE_PATHS: tuple[str, ...] = (
     "nvidia/gpu-operator", "nvidia/driver", "nvidia/k8s/container-toolkit", "nvidia/k8s/dcgm-exporter",
     "nvidia/k8s-device-plugin", "nvidia/kubevirt-gpu-device-plugin", "nvidia/dra-driver-nvidia-gpu",
+    # GPU Feature Discovery before it moved into k8s-device-plugin's image (NVIDIA/gpu-feature-discovery@47a1ea68
+    # deployments/static: nvcr.io/nvidia/gpu-feature-discovery).
+    "nvidia/gpu-feature-discovery",
     # The AMD GPU Operator's operand images (ROCm/gpu-operator@6df13c17 helm-charts-k8s/values.yaml:
     # the operator, its utils, device plugin and node labeller, metrics exporter, test runner,
     # device config manager and DRA driver).

@@ -80,7 +80,9 @@ from policies.dra.objects import dns_label_ok
 from policies.images import lookup_archs
 from policies.operands import operand
 from policies.placeholders import requests_by_placeholder
+from policies.podresources import container_requests
 from policies.podspec import ContainerRef
+from policies.resources import is_plugin_share_resource
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import uses_gpu
 from policies.shapes import as_dict, as_list, text
@@ -268,10 +270,12 @@ def _honoured(ctx: RuleContext, c: ContainerRef, vendor: Vendor) -> bool:
 
 
 def _requests_devices(ctx: RuleContext, c: ContainerRef) -> bool:
-    """Whether the container asks for devices: GPUs, DRA claims, or a GPU whose quantity is an
-    unrendered placeholder (an input error; once rendered it asks for GPUs)."""
+    """Whether the container asks for devices: GPUs, DRA claims, a GPU share whose own device plugin
+    allocates the GPU (Volcano's, Alibaba's), or a GPU whose quantity is an unrendered placeholder
+    (an input error; once rendered it asks for GPUs)."""
     return (uses_gpu(ctx, c) or bool(as_list(c.resources.get("claims")))
-            or requests_by_placeholder(c.resources, ctx.is_gpu))
+            or requests_by_placeholder(c.resources, ctx.is_gpu)
+            or bool(container_requests(c, is_plugin_share_resource)))
 
 
 def _violations(ctx: RuleContext) -> Iterator[Violation]:

@@ -33,6 +33,8 @@ CORPUS_FLOORS = {
     "fresh": FLOORS,
     "holdout": FLOORS,
     "holdout2": {"none": 0.50, "sample": 0.89, "eks": 0.93, "gke": 0.90, "onprem-mig": 0.77},
+    # First contact 0.50 / 0.81 / 1.00 / 1.00 / 0.70; 1.00 everywhere after its two fixed classes.
+    "holdout3": FLOORS,
 }
 
 
@@ -155,6 +157,26 @@ def test_the_second_holdout_corpus_is_sourced_and_new() -> None:
     older = {p.read_bytes() for d in ("real", "gangs", "helm-templates", "fresh", "holdout")
              for p in (CORPUS / d).rglob("*.y*ml")}
     assert not _repeated(jc.HOLDOUT2, files, older)
+
+
+def test_the_third_holdout_corpus_is_sourced_and_new() -> None:
+    """holdout3 was gathered after the fixes made on holdout2, only from repositories in no other
+    corpus, and judged as first linted."""
+    rows, files = _sourced(jc.HOLDOUT3)
+    assert len(files) >= 40 and len({r["repo"] for r in rows}) >= 12
+    assert {r["license"] for r in rows} <= {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
+    licences = {p.name for p in (CORPUS / "LICENSES").iterdir()}
+    assert {"BSD-3-Clause__NVIDIA__deepops.txt", "MIT-0__aws-samples__awsome-inference.txt"} <= licences
+    older = {p.read_bytes() for d in ("real", "gangs", "helm-templates", "fresh", "holdout", "holdout2")
+             for p in (CORPUS / d).rglob("*.y*ml")}
+    assert not _repeated(jc.HOLDOUT3, files, older)
+    earlier = {r["repo"] for d in ("fresh", "holdout", "holdout2", ".") for r in _rows(CORPUS / d)}
+    assert not {r["repo"] for r in rows} & earlier
+
+
+def _rows(folder: Path) -> list[dict[str, str]]:
+    with (folder / "SOURCES.tsv").open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh, delimiter="\t"))
 
 
 def test_the_fresh_corpus_is_sourced_and_new() -> None:

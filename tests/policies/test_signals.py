@@ -73,6 +73,7 @@ def test_unrelated_signals_are_not_gpu_related() -> None:
     ("docker.io/rocm/test-runner:v1.4.0", True),  # the AMD GPU Operator's (ROCm/gpu-operator values.yaml)
     ("rocm/k8s-device-plugin:labeller-latest", True),
     ("rocm/device-metrics-exporter:v1.3.0", True),
+    ("nvcr.io/nvidia/gpu-feature-discovery:v0.8.2", True),  # standalone GFD, before it joined the device plugin
     ("rocm/pytorch:latest", False),  # a workload image of the same organisation
     ("docker.io/someone/rocm/test-runner-fork:1", False),
     ("nvcr.io/nvidia/pytorch:24.05-py3", False),
@@ -81,3 +82,20 @@ def test_gpu_infrastructure_images(image: str, infrastructure: bool) -> None:
     from policies.signals import is_infrastructure_image
 
     assert is_infrastructure_image(image) is infrastructure
+
+
+@pytest.mark.parametrize("resource", ["volcano.sh/gpu-memory", "volcano.sh/gpu-number", "aliyun.com/gpu-mem",
+                                      "aliyun.com/gpu-count"])
+def test_a_gpu_share_whose_plugin_picks_the_gpu_is_no_bypass(resource: str) -> None:
+    """Volcano's and Alibaba's GPU-share device plugins set NVIDIA_VISIBLE_DEVICES to the GPU they
+    allocate, over the CUDA image's ``all``; without the share the same container is a bypass."""
+    def pod(limits: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},
+                "spec": {"containers": [{"name": "c", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04",
+                                         "command": ["sleep", "1000"], "resources": {"limits": limits}}]}}
+
+    def bypass(obj: dict[str, Any]) -> list[Any]:
+        return [f for f in evaluate(obj).findings if f.rule == "gpu-device-access-bypass"]
+
+    assert bypass(pod({resource: 1024 if "mem" in resource else 1})) == []
+    assert bypass(pod({"example.com/widget": 1})) != []
