@@ -46,13 +46,17 @@ HOLDOUT2 = CORPUS / "holdout2"
 HOLDOUT2_JUDGED = FIXTURES / "corpus-holdout2-judged.json"
 HOLDOUT3 = CORPUS / "holdout3"
 HOLDOUT3_JUDGED = FIXTURES / "corpus-holdout3-judged.json"
+HOLDOUT4 = CORPUS / "holdout4"
+HOLDOUT4_JUDGED = FIXTURES / "corpus-holdout4-judged.json"
 # Each judged corpus and its judgements: ``fresh`` (what the misreadings were found and fixed on),
 # ``holdout`` (gathered after those fixes; its first-contact misreadings were fixed in turn) and
 # ``holdout2`` (gathered after those; three of its classes fixed in turn) and ``holdout3`` (gathered
-# after those fixes, from repositories in no other corpus, and judged as first linted).
+# after those fixes, from repositories in no other corpus; two classes fixed in turn) and ``holdout4``
+# (the same, after those fixes, judged as first linted).
 CORPORA: dict[str, tuple[Path, Path]] = {
     "fresh": (FRESH, JUDGED), "holdout": (HOLDOUT, HOLDOUT_JUDGED), "holdout2": (HOLDOUT2, HOLDOUT2_JUDGED),
     "holdout3": (HOLDOUT3, HOLDOUT3_JUDGED),
+    "holdout4": (HOLDOUT4, HOLDOUT4_JUDGED),
 }
 CLUSTERS = FIXTURES / "clusters"
 README = ROOT / "README.md"
