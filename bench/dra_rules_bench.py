@@ -25,13 +25,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from policies.facts_build import facts_from_objects
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from policies import Config, evaluate  # noqa: E402
 from policies.dra.cel import compile_selector  # noqa: E402
 from policies.effective_facts import effective_facts  # noqa: E402
-from policies.facts import ClusterFacts  # noqa: E402
 
 GPU_CLASS = {
     "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.nvidia.com"},
@@ -103,8 +104,8 @@ def main() -> None:
     print(f"{args.nodes} nodes x {args.gpus} GPUs")
     timed("CEL grammar built (once per process; gpuguard serve does it at start)",
           lambda: compile_selector("device.driver == 'x'"))
-    _, baseline = timed("baseline: facts from Nodes only", lambda: ClusterFacts.from_objects(nodes))
-    facts, build = timed("facts from Nodes and DRA objects", lambda: ClusterFacts.from_objects([*nodes, *dra]))
+    _, baseline = timed("baseline: facts from Nodes only", lambda: facts_from_objects(nodes))
+    facts, build = timed("facts from Nodes and DRA objects", lambda: facts_from_objects([*nodes, *dra]))
     _, capacity = timed("DRA-served capacity (first evaluation's effective facts)",
                         lambda: effective_facts(facts, config))
     for what, obj in (("pod with a claim that fits", CLAIM_POD), ("template no node satisfies", NOMATCH),

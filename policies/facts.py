@@ -686,42 +686,6 @@ class ClusterFacts:
         previous = self._previous
         return previous is not None and all(_same_token(previous._tokens[a], self._tokens[a]) for a in aspects)
 
-    @classmethod
-    def from_objects(cls, objects: Iterable[Mapping[str, Any]], source: str = "snapshot") -> ClusterFacts:
-        """Build from Node, RuntimeClass, Karpenter NodePool and ``resource.k8s.io`` objects (DeviceClasses,
-        ResourceSlices, ResourceClaims, ResourceClaimTemplates), ResourceQuotas, Kueue objects and KServe's
-        ServingRuntimes, ClusterServingRuntimes and LLMInferenceServiceConfigs; ``List`` objects are flattened."""
-        from policies.dra.facts import dra_facts_from_objects
-        from policies.karpenter import is_nodepool, nodepool_from_object
-        from policies.kserve import kserve_objects
-        from policies.queue_facts import queue_facts_from_objects
-        from policies.quota_facts import quota_facts_from_objects
-
-        objects = list(flatten(objects))
-
-        nodes: list[NodeFacts] = []
-        pools: list[NodeFacts] = []
-        classes: dict[str, RuntimeClassFacts] = {}
-        for obj in objects:
-            kind = obj.get("kind")
-            if kind == "Node":
-                node = node_from_object(obj)
-                if node is not None:
-                    nodes.append(node)
-            elif kind == "RuntimeClass":
-                rc = runtime_class_from_object(obj)
-                if rc is not None:
-                    classes[rc.name] = rc
-            elif is_nodepool(obj):
-                pool = nodepool_from_object(obj)
-                if pool is not None:
-                    pools.append(pool)
-        dra = dra_facts_from_objects(objects)
-        served = kserve_objects(objects)
-        return cls(nodes=tuple(nodes), runtime_classes=classes, source=source, pools=tuple(pools), dra=dra,
-                   quotas=quota_facts_from_objects(objects), queues=queue_facts_from_objects(objects),
-                   kserve=None if served.empty else served)
-
 
 _PRESENCE = frozenset({NODES, POOLS, RUNTIME_CLASSES})
 

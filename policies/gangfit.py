@@ -34,9 +34,8 @@ from policies.facts import ClusterFacts, NodeFacts, NodeGroup
 from policies.gangs import Gang, PodSet
 from policies.karpenter import NODEPOOL_LABEL
 from policies.memo import TemplateAnalysis
-from policies.pending.objects import scheduler_units
 from policies.podresources import pod_requests
-from policies.quantity import format_quantity, try_parse
+from policies.quantity import format_quantity, scheduler_units, try_parse
 from policies.scheduling import GroupVerdict
 from policies.shapes import as_dict
 from policies.wording import plural

@@ -690,3 +690,9 @@ def extract(
                     )
                 )
     return found
+
+
+def runnable_containers(pod: PodTemplate) -> Iterator[ContainerRef]:
+    """Containers that run with resources: init, sidecar and app containers (not ephemeral ones,
+    which may not set resources and are never scheduled for)."""
+    return (c for c in pod.containers if c.kind != "ephemeralContainer")

@@ -13,6 +13,7 @@ A bare "E" is the exa suffix; "E" followed by digits is an exponent.  Values are
 from __future__ import annotations
 
 import functools
+import math
 from fractions import Fraction
 
 from policies import patterns
@@ -110,3 +111,14 @@ def format_quantity(q: Fraction) -> str:
     if milli.denominator == 1:
         return f"{milli.numerator}m"
     return str(float(q))
+
+
+def whole(q: Fraction) -> int:
+    """GPU counts are whole by API validation; a fractional value (invalid) is rounded up."""
+    return q.numerator if q.denominator == 1 else math.ceil(q)
+
+
+def scheduler_units(resource: str, q: Fraction) -> int:
+    """The integer the scheduler compares: milli-CPU for cpu, else the value, both rounded up
+    (framework Resource.Add uses Quantity.MilliValue for cpu and Quantity.Value otherwise)."""
+    return whole(q * 1000) if resource == "cpu" else whole(q)

@@ -18,16 +18,10 @@ from functools import wraps
 
 from policies.memo import is_gpu_device
 from policies.podresources import container_requests
-from policies.podspec import ContainerRef, PodTemplate
+from policies.podspec import ContainerRef
 from policies.rule import RuleContext
 from policies.scheduling import Diagnosis, GroupVerdict
 from policies.types import Severity, Violation
-
-
-def runnable_containers(pod: PodTemplate) -> Iterator[ContainerRef]:
-    """Containers that run with resources: init, sidecar and app containers (not ephemeral ones,
-    which may not set resources and are never scheduled for)."""
-    return (c for c in pod.containers if c.kind != "ephemeralContainer")
 
 
 def gpu_resources(ctx: RuleContext, c: ContainerRef) -> dict[str, Fraction]:

@@ -6,12 +6,13 @@ from typing import Any
 import pytest
 
 from policies.facts import ClusterFacts
+from policies.facts_build import facts_from_objects
 from tests.support.paths import EXAMPLES, IN_CI, load_yaml_docs
 
 
 @pytest.fixture(scope="session")
 def example_facts() -> ClusterFacts:
-    return ClusterFacts.from_objects(load_yaml_docs(EXAMPLES / "cluster.yaml"), source=str(EXAMPLES / "cluster.yaml"))
+    return facts_from_objects(load_yaml_docs(EXAMPLES / "cluster.yaml"), source=str(EXAMPLES / "cluster.yaml"))
 
 
 @pytest.hookimpl(hookwrapper=True)

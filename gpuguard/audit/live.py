@@ -42,6 +42,7 @@ from policies.config import Config
 from policies.dra.objects import CLAIM_RESOURCES, SERVED_VERSIONS
 from policies.dra.objects import GROUP as DRA_GROUP
 from policies.facts import ClusterFacts
+from policies.facts_build import facts_from_objects
 from policies.podspec import Workload
 from policies.queue_facts import COHORT_VERSIONS
 from policies.queue_facts import GROUP as KUEUE_GROUP
@@ -189,7 +190,7 @@ def list_facts(client: RestClient, discovery: Discovery, page_size: int = PAGE_S
     kueue = _kueue_objects(client, discovery, notes)
     served = [obj for plural, versions in KSERVE_FACT_RESOURCES
               for obj in _optional(client, discovery, KSERVE_GROUP, plural, versions, notes, pruned=False)]
-    facts = ClusterFacts.from_objects([*nodes, *classes, *pools, *dra, *quotas, *kueue, *served],
+    facts = facts_from_objects([*nodes, *classes, *pools, *dra, *quotas, *kueue, *served],
                                       source="live cluster")
     return LiveFacts(facts, nodes, notes)
 

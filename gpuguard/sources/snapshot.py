@@ -26,6 +26,7 @@ import orjson
 from gpuguard.sources.yamlsafe import InputError, read_text
 from gpuguard.sources.yamlstream import ListEnd, stream
 from policies.facts import ClusterFacts, flatten
+from policies.facts_build import facts_from_objects
 from policies.karpenter import NODEPOOL_API_VERSION, is_nodepool
 from policies.wording import did_you_mean, suggest
 
@@ -56,7 +57,7 @@ def load_cluster_facts(path: str) -> ClusterFacts:
     else:
         text, name = _read_snapshot(path), path
     seen = [0]
-    facts = ClusterFacts.from_objects(_checked(_objects(text, name), name, seen), source=name)
+    facts = facts_from_objects(_checked(_objects(text, name), name, seen), source=name)
     if not seen[0]:
         raise InputError(name, 1, "empty cluster snapshot")
     if not facts.nodes and not facts.pools:

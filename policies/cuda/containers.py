@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from policies.podresources import container_requests
-from policies.podspec import ContainerRef, PodTemplate
-from policies.rulekit import runnable_containers
+from policies.podspec import ContainerRef, PodTemplate, runnable_containers
 
 RULE_ID = "gpu-cuda-driver-mismatch"
 

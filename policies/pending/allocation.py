@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from policies.pending.objects import CORE_RESOURCES, LABEL_INSTANCE_TYPE, NodeInfo, PodInfo, scheduler_units, whole
+from policies.pending.objects import CORE_RESOURCES, LABEL_INSTANCE_TYPE, NodeInfo, PodInfo
+from policies.quantity import scheduler_units, whole
 
 LABEL_PRODUCT = "nvidia.com/gpu.product"  # GPU Feature Discovery [N-gfd]
 UNLABELLED = "unlabelled"

@@ -12,7 +12,6 @@ GPUs are requested through limits; a missing request defaults to the limit [W-gp
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -21,7 +20,7 @@ from typing import Any
 from policies.facts import NodeFacts, node_from_object
 from policies.podresources import pod_requests
 from policies.podspec import CONTAINER_LISTS, ContainerRef, PodTemplate
-from policies.quantity import try_parse
+from policies.quantity import scheduler_units, try_parse, whole
 from policies.resources import GpuResourceNames, is_gpu_share_resource
 from policies.shapes import as_dict, as_list
 
@@ -54,17 +53,6 @@ def _quantities(raw: Any) -> dict[str, Fraction]:
         if parsed is not None:
             out[str(name)] = parsed
     return out
-
-
-def whole(q: Fraction) -> int:
-    """GPU counts are whole by API validation; a fractional value (invalid) is rounded up."""
-    return q.numerator if q.denominator == 1 else math.ceil(q)
-
-
-def scheduler_units(resource: str, q: Fraction) -> int:
-    """The integer the scheduler compares: milli-CPU for cpu, else the value, both rounded up
-    (framework Resource.Add uses Quantity.MilliValue for cpu and Quantity.Value otherwise)."""
-    return whole(q * 1000) if resource == "cpu" else whole(q)
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,10 +92,9 @@ from policies.facts import LABEL_DRIVER_FULL, LABEL_DRIVER_NEW, LABEL_DRIVER_OLD
 from policies.images import node_arch
 from policies.memo import CudaJudgementKey, OldDriverLabelsKey
 from policies.podresources import pod_requests
-from policies.podspec import ContainerRef
+from policies.podspec import ContainerRef, runnable_containers
 from policies.resources import is_extended
 from policies.rule import NeedsFacts, Option, RuleContext
-from policies.rulekit import runnable_containers
 from policies.scheduling import GroupVerdict, meant_for, term_matches
 from policies.types import RelOp, Severity, Violation
 from policies.wording import sentence

@@ -65,8 +65,8 @@ from policies.dra.subjects import Subject, alternatives, object_subject
 from policies.facts import ClusterFacts, NodeFacts
 from policies.memo import DraVerdictKey
 from policies.podresources import container_requests
+from policies.podspec import runnable_containers
 from policies.rule import NeedsFacts, ObjectContext, Option, RuleContext
-from policies.rulekit import runnable_containers
 from policies.scheduling import constraints_for
 from policies.types import RelPath, Severity, Violation
 from policies.wording import noun

@@ -33,9 +33,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from policies.applicability import Applies
+from policies.podspec import runnable_containers
 from policies.quantity import format_quantity
 from policies.rule import NeedsFacts, Option, RuleContext
-from policies.rulekit import gpu_resources, runnable_containers
+from policies.rulekit import gpu_resources
 from policies.types import Severity, Violation
 
 ID = "gpu-memory-limit-missing"

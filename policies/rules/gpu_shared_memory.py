@@ -69,9 +69,9 @@ from typing import Any
 from policies.applicability import Applies
 from policies.cuda.conventions import without_nccl
 from policies.kserve import merge_maps
-from policies.podspec import SHM_PATH, ContainerRef, is_shm_mount
+from policies.podspec import SHM_PATH, ContainerRef, is_shm_mount, runnable_containers
 from policies.rule import NeedsFacts, Option, RuleContext
-from policies.rulekit import gpu_devices, runnable_containers
+from policies.rulekit import gpu_devices
 from policies.shapes import as_dict, as_list, text
 from policies.signals import normal_host_path
 from policies.types import RelOp, RelPath, Severity, Violation

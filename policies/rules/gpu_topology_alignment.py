@@ -60,10 +60,10 @@ from fractions import Fraction
 from typing import Any
 
 from policies.applicability import Applies
-from policies.podspec import ContainerRef
+from policies.podspec import ContainerRef, runnable_containers
 from policies.quantity import try_parse
 from policies.rule import NeedsFacts, Option, RuleContext
-from policies.rulekit import gpu_devices, runnable_containers
+from policies.rulekit import gpu_devices
 from policies.shapes import as_dict, text
 from policies.types import RelPath, Severity, Violation
 from policies.wording import plural

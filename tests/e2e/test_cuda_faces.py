@@ -17,6 +17,7 @@ import yaml
 
 from gpuguard.sources.configmodel import load_config
 from policies.facts import ClusterFacts
+from policies.facts_build import facts_from_objects
 from tests.support.lint import run_lint
 from tests.support.paths import ROOT
 from webhook.app import StaticFacts, create_app
@@ -71,7 +72,7 @@ def cluster_file(tmp_path: Path) -> str:
 
 @pytest.fixture()
 def facts() -> ClusterFacts:
-    return ClusterFacts.from_objects(_cluster_objects())
+    return facts_from_objects(_cluster_objects())
 
 
 def test_lint_reports_the_image_line_and_fixes_with_affinity(

@@ -13,6 +13,7 @@ import yaml
 from gpuguard.sources.snapshot import sample_text
 from policies import ClusterFacts, evaluate
 from policies.argo import merge, with_defaults
+from policies.facts_build import facts_from_objects
 from policies.podspec import extract
 from tests.support.paths import CORPUS
 
@@ -41,7 +42,7 @@ def findings(obj: dict[str, Any], rule: str, facts: ClusterFacts | None = None) 
 
 
 def sample() -> ClusterFacts:
-    return ClusterFacts.from_objects(list(yaml.safe_load_all(sample_text())))
+    return facts_from_objects(list(yaml.safe_load_all(sample_text())))
 
 
 # --- resourceClaims: workflowpod.go, "the template level replacing the workflow level" -------------

@@ -13,6 +13,7 @@ import yaml
 from gpuguard.sources.configmodel import load_config
 from policies import ClusterFacts, evaluate
 from policies.config import Config, ConfigError
+from policies.facts_build import facts_from_objects
 from policies.types import Finding, Severity
 from tests.support.paths import FIXTURES
 
@@ -24,7 +25,7 @@ FACTS_RULES = {
 
 
 def facts_of(name: str) -> ClusterFacts:
-    return ClusterFacts.from_objects(list(yaml.safe_load_all((CLUSTERS / name).read_text())))
+    return facts_from_objects(list(yaml.safe_load_all((CLUSTERS / name).read_text())))
 
 
 def gpu_pod(gpus: Any = 1, resource: str = "nvidia.com/gpu", **spec: Any) -> dict[str, Any]:
@@ -102,7 +103,7 @@ def test_only_a_pool_of_unknown_shape_gives_a_warning_not_an_error() -> None:
     objects = list(yaml.safe_load_all((CLUSTERS / SCALE_TO_ZERO).read_text()))
     objects += list(yaml.safe_load_all((FIXTURES / "nodepools" / "aws-docs-gpu-p3.yaml").read_text()))
     objects[0]["items"] = [i for i in objects[0]["items"] if i["metadata"]["name"] != "gpu"]  # only the p3 pool
-    facts = ClusterFacts.from_objects(objects)
+    facts = facts_from_objects(objects)
     toleration = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
     (unknown,) = facts_findings(gpu_pod(tolerations=toleration), facts)
     assert (unknown.rule, unknown.severity) == ("gpu-resource-unknown", Severity.WARNING)
@@ -116,7 +117,7 @@ def test_only_a_pool_of_unknown_shape_gives_a_warning_not_an_error() -> None:
 
 def test_a_severity_set_in_config_still_wins_over_the_hedge() -> None:
     objects = list(yaml.safe_load_all((FIXTURES / "nodepools" / "aws-docs-gpu-p3.yaml").read_text()))
-    facts = ClusterFacts.from_objects(objects)
+    facts = facts_from_objects(objects)
     config = load_config({"rules": {"gpu-resource-unknown": {"severity": "error"}}})
     (unknown,) = facts_findings(gpu_pod(tolerations=TOLERATE_GPU), facts, config)
     assert unknown.severity is Severity.ERROR
@@ -125,7 +126,7 @@ def test_a_severity_set_in_config_still_wins_over_the_hedge() -> None:
 # --- declared node pools --------------------------------------------------------------------
 
 def cpu_only() -> ClusterFacts:
-    return ClusterFacts.from_objects([{"apiVersion": "v1", "kind": "Node",
+    return facts_from_objects([{"apiVersion": "v1", "kind": "Node",
                                        "metadata": {"name": "cpu-1", "labels": {"kubernetes.io/arch": "amd64"}},
                                        "status": {"allocatable": {"cpu": "8"}}}])
 
@@ -204,14 +205,14 @@ def test_a_gpu_node_without_advertised_gpus_yet_gives_a_warning() -> None:
     starting: dict[str, Any] = {"apiVersion": "v1", "kind": "Node",
                                 "metadata": {"name": "gpu-new", "labels": {"nvidia.com/gpu.present": "true"}},
                                 "status": {"allocatable": {"cpu": "96"}}}
-    facts = ClusterFacts.from_objects([starting])
+    facts = facts_from_objects([starting])
     (unknown,) = facts_findings(gpu_pod(), facts)
     assert (unknown.rule, unknown.severity) == ("gpu-resource-unknown", Severity.WARNING)
     assert "gpu-new (nvidia.com/gpu.present=true but no GPU advertised yet: device plugin starting?)" in unknown.message
     # Once it advertises GPUs, nothing is pending any more; with the device plugin disabled, nothing will come.
     disabled = copy.deepcopy(starting)
     disabled["metadata"]["labels"]["nvidia.com/gpu.deploy.device-plugin"] = "false"
-    (error,) = facts_findings(gpu_pod(), ClusterFacts.from_objects([disabled]))
+    (error,) = facts_findings(gpu_pod(), facts_from_objects([disabled]))
     assert error.severity is Severity.ERROR
 
 
@@ -230,7 +231,7 @@ def test_extended_resource_toleration_covers_only_taints_keyed_by_the_resource()
     for node in dedicated["items"]:
         if "nvidia.com/gpu" in node["status"]["allocatable"]:
             node["spec"]["taints"].append({"key": "dedicated", "value": "training", "effect": "NoSchedule"})
-    facts = ClusterFacts.from_objects([dedicated])
+    facts = facts_from_objects([dedicated])
     (taint,) = facts_findings(gpu_pod(), facts)
     assert taint.rule == "gpu-taint-not-tolerated"
     assert "dedicated=training:NoSchedule" in taint.message and "nvidia.com/gpu=present" not in taint.message
@@ -253,7 +254,7 @@ def test_aks_nodes_are_detected_too() -> None:
             "metadata": {"name": "aks-gpu-1", "labels": {"kubernetes.azure.com/cluster": "MC_rg_aks_eastus"}},
             "spec": {"taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]},
             "status": {"allocatable": {"nvidia.com/gpu": "1"}}}
-    facts = ClusterFacts.from_objects([node])
+    facts = facts_from_objects([node])
     assert "AKS" in (facts.extended_resource_toleration_reason or "")
     assert facts_findings(gpu_pod(), facts) == []
 

@@ -9,6 +9,7 @@ import pytest
 
 from gpuguard.sources.configmodel import load_config
 from policies import ClusterFacts, evaluate
+from policies.facts_build import facts_from_objects
 from policies.patching import combine
 from policies.registry import RULES, WORKLOAD_RULES
 from policies.types import PatchOp
@@ -156,7 +157,7 @@ def test_problems_of_the_nodes_are_found_once_per_node_at_the_configured_severit
     from tests.support.paths import FIXTURES
 
     objects = list(yaml.safe_load_all((FIXTURES / "dra" / "nvidia-mixed-cluster.yaml").read_text()))
-    facts = ClusterFacts.from_objects(objects)
+    facts = facts_from_objects(objects)
     (finding,) = cluster_findings(facts)
     assert (finding.rule, finding.kind, finding.name, finding.severity) == (
         "gpu-dra-mixed-allocation", "Node", "mixed-l4-0", Severity.WARNING)
@@ -177,7 +178,7 @@ def test_problems_of_the_nodes_are_found_once_per_node_at_the_configured_severit
             twin["metadata"]["name"] += "-1"
             twin["spec"]["nodeName"] = twin["spec"]["pool"]["name"] = "mixed-l4-1"
             (more[0]["items"] if more[0].get("kind") == "List" else more).append(twin)
-    two = ClusterFacts.from_objects(more)
+    two = facts_from_objects(more)
     assert sorted(f.name for f in cluster_findings(two)) == ["mixed-l4-0", "mixed-l4-1"]
     (note,) = cluster_notes(two)
     assert note.startswith("gpu-dra-mixed-allocation on nodes mixed-l4-0, mixed-l4-1: nvidia.com/gpu is advertised")

@@ -11,6 +11,7 @@ import yaml
 
 from policies.engine import evaluate
 from policies.facts import ClusterFacts, Taint, parse_cuda_version, parse_driver_version
+from policies.facts_build import facts_from_objects
 from policies.types import Severity
 from tests.support.paths import EXAMPLES, FIXTURES, load_yaml_docs
 
@@ -54,7 +55,7 @@ def test_kubectl_list_snapshot(example_facts: ClusterFacts) -> None:
 
 
 def test_multi_document_snapshot() -> None:
-    facts = ClusterFacts.from_objects(load_yaml_docs(MULTI_DOC))
+    facts = facts_from_objects(load_yaml_docs(MULTI_DOC))
     assert {n.name for n in facts.nodes} == {"a100-1", "t4-shared-1", "a100-mig-1", "cpu-1"}
     assert set(facts.runtime_classes) == {"nvidia"}
     assert facts.runtime_classes["nvidia"].node_selector == {}
@@ -64,9 +65,9 @@ def test_multi_document_snapshot() -> None:
 
 
 def test_list_and_multi_document_forms_agree() -> None:
-    as_list = ClusterFacts.from_objects(load_yaml_docs(EXAMPLE))
+    as_list = facts_from_objects(load_yaml_docs(EXAMPLE))
     items = load_yaml_docs(EXAMPLE)[0]["items"]
-    as_docs = ClusterFacts.from_objects(yaml.safe_load_all(yaml.safe_dump_all(items)))
+    as_docs = facts_from_objects(yaml.safe_load_all(yaml.safe_dump_all(items)))
     assert as_list.nodes == as_docs.nodes
     assert as_list.runtime_classes == as_docs.runtime_classes
 
@@ -78,7 +79,7 @@ def test_typed_lists_are_flattened() -> None:
         "kind": "RuntimeClassList",
         "items": [_runtime_class("nvidia")],
     }
-    facts = ClusterFacts.from_objects([node_list, rc_list])
+    facts = facts_from_objects([node_list, rc_list])
     assert [n.name for n in facts.nodes] == ["n1", "n2"]
     assert list(facts.runtime_classes) == ["nvidia"]
 
@@ -188,13 +189,13 @@ def test_different_taints_or_capacity_split_groups() -> None:
     cordoned = copy.deepcopy(base)
     cordoned["metadata"]["name"] = "g4"
     cordoned["spec"]["unschedulable"] = True
-    facts = ClusterFacts.from_objects([base, tainted, smaller, cordoned])
+    facts = facts_from_objects([base, tainted, smaller, cordoned])
     assert len(facts.groups) == 4
 
 
 def test_label_holding_the_node_name_is_per_node() -> None:
     nodes = [_node(f"n{i}", {"example.com/node-name": f"n{i}", "pool": "gpu"}) for i in range(3)]
-    facts = ClusterFacts.from_objects(nodes)
+    facts = facts_from_objects(nodes)
     assert len(facts.groups) == 1
     assert "example.com/node-name" in facts.groups[0].varying_labels
 
@@ -218,7 +219,7 @@ def _generated_cluster(count: int) -> list[dict[str, Any]]:
 
 
 def test_five_thousand_nodes_of_three_kinds_form_three_groups() -> None:
-    facts = ClusterFacts.from_objects(_generated_cluster(5000))
+    facts = facts_from_objects(_generated_cluster(5000))
     assert len(facts.nodes) == 5000
     assert len(facts.groups) == 3
     assert sorted(g.size for g in facts.groups) == [1666, 1667, 1667]
@@ -240,7 +241,7 @@ def test_five_thousand_nodes_of_three_kinds_form_three_groups() -> None:
     ],
 )
 def test_malformed_objects_are_skipped(bad: Any) -> None:
-    facts = ClusterFacts.from_objects([bad, _node("good")])
+    facts = facts_from_objects([bad, _node("good")])
     assert [n.name for n in facts.nodes] == ["good"]
     assert facts.runtime_classes == {}
 
@@ -257,7 +258,7 @@ def test_malformed_fields_degrade_gracefully() -> None:
         "handler": "nvidia",
         "scheduling": {"tolerations": "x", "nodeSelector": ["not", "a", "map"]},
     }
-    facts = ClusterFacts.from_objects([node, rc])
+    facts = facts_from_objects([node, rc])
     (parsed,) = facts.nodes
     assert parsed.taints == ()
     assert parsed.unschedulable
@@ -269,8 +270,8 @@ def test_malformed_fields_degrade_gracefully() -> None:
 
 def test_empty_facts() -> None:
     assert ClusterFacts.empty().is_empty
-    assert ClusterFacts.from_objects([]).is_empty
-    assert not ClusterFacts.from_objects([_node("n")]).is_empty
+    assert facts_from_objects([]).is_empty
+    assert not facts_from_objects([_node("n")]).is_empty
 
 
 def _fleet_node(i: int, pool: str, gpus: int) -> dict[str, Any]:
@@ -291,7 +292,7 @@ def _fleet_node(i: int, pool: str, gpus: int) -> dict[str, Any]:
 
 def test_heterogeneous_fleet_groups_by_what_rules_read() -> None:
     nodes = [_fleet_node(i, pool, gpus) for pool, gpus in (("a100", 8), ("h100", 8), ("t4", 1)) for i in range(1700)]
-    facts = ClusterFacts.from_objects(nodes)
+    facts = facts_from_objects(nodes)
     assert len(facts.nodes) == 5100
     assert len(facts.groups) == 9  # three pools in three zones, whatever the memory and serial numbers
     # A selector on the per-node label is still judged per node, not per group.
@@ -306,7 +307,7 @@ def test_heterogeneous_fleet_groups_by_what_rules_read() -> None:
 def test_snapshot_wide_memo_values_survive_the_template_memo_starting_over() -> None:
     from policies.facts import MEMO_LIMIT
 
-    facts = ClusterFacts.from_objects([])
+    facts = facts_from_objects([])
     computed: list[str] = []
 
     def index() -> str:

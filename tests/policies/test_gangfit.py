@@ -10,6 +10,7 @@ from gpuguard.sources.configmodel import load_config
 from policies.config import Config
 from policies.effective_facts import effective_facts
 from policies.facts import ClusterFacts
+from policies.facts_build import facts_from_objects
 from policies.gangfit import UNBOUNDED, check_gang, per_node, pod_shape
 from policies.gangs import gang_of
 from policies.podspec import extract
@@ -56,12 +57,12 @@ def test_pod_shape_counts_every_resource_and_a_pod_slot() -> None:
     ({"nvidia.com/gpu": 1, "memory": "600Gi"}, False),  # memory: one per node
 ])
 def test_whole_pods_by_every_resource(limits: dict[str, Any], fits: bool) -> None:
-    facts = ClusterFacts.from_objects([node(f"n{i}") for i in range(3)])
+    facts = facts_from_objects([node(f"n{i}") for i in range(3)])
     assert (short(job(6, limits), facts) is None) is fits
 
 
 def test_pod_slots_bound_the_room() -> None:
-    facts = ClusterFacts.from_objects([node("n0", gpus=8, pods="3")])
+    facts = facts_from_objects([node("n0", gpus=8, pods="3")])
     found = short(job(4, {"nvidia.com/gpu": 1}), facts)
     assert found is not None and found.room == 3 and found.certain
 
@@ -69,7 +70,7 @@ def test_pod_slots_bound_the_room() -> None:
 def test_nodes_of_a_group_that_differ_by_a_few_kib_are_each_counted() -> None:
     # One group (same labels and extended resources); memory 1000Gi and 1000Gi - 1Ki: a pod of 500Gi
     # fits twice on the first, once on the second.
-    facts = ClusterFacts.from_objects([node("a", memory="1000Gi"), node("b", memory=f"{1000 * 2**30 - 1024}")])
+    facts = facts_from_objects([node("a", memory="1000Gi"), node("b", memory=f"{1000 * 2**30 - 1024}")])
     assert len(facts.groups) == 1
     found = short(job(4, {"nvidia.com/gpu": 1, "memory": "500Gi"}), facts)
     assert found is not None and found.room == 3
@@ -78,7 +79,7 @@ def test_nodes_of_a_group_that_differ_by_a_few_kib_are_each_counted() -> None:
 
 def test_mixed_shapes_are_bounded_by_their_smallest_requests() -> None:
     # 1 master + 2 workers of 6 GPUs on two 8-GPU nodes: each node holds one of them.
-    facts = ClusterFacts.from_objects([node("a"), node("b")])
+    facts = facts_from_objects([node("a"), node("b")])
     found = short(job(2, {"nvidia.com/gpu": 6}, master={"nvidia.com/gpu": 6, "cpu": "2"}), facts)
     assert found is not None and found.whole and (found.need, found.room) == (3, 2)
     # A CPU-only master goes anywhere: only the workers must fit.
@@ -88,7 +89,7 @@ def test_mixed_shapes_are_bounded_by_their_smallest_requests() -> None:
 
 
 def test_selectors_on_per_node_labels_count_only_the_selected_nodes() -> None:
-    facts = ClusterFacts.from_objects([node(f"n{i}") for i in range(4)])
+    facts = facts_from_objects([node(f"n{i}") for i in range(4)])
     pinned = job(3, {"nvidia.com/gpu": 8}, affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [
             {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n0", "n1"]}]}]}}})
@@ -119,7 +120,7 @@ SELECT_POOL = {"nodeSelector": {"pool": "gpu"}}
     (nodepool(replicas=2), 3, 2),  # a static NodePool keeps that many nodes
 ])
 def test_karpenter_pools_count_up_to_their_limits(pool: dict[str, Any], workers: int, room: int | None) -> None:
-    facts = ClusterFacts.from_objects([node("cpu-0", gpus=0), pool])
+    facts = facts_from_objects([node("cpu-0", gpus=0), pool])
     found = short(job(workers, {"nvidia.com/gpu": 8}, **SELECT_POOL), facts)
     assert (found.room if found is not None else None) == room
     if found is not None:
@@ -129,14 +130,14 @@ def test_karpenter_pools_count_up_to_their_limits(pool: dict[str, Any], workers:
 def test_a_nodepool_limit_counts_what_its_nodes_already_hold() -> None:
     # Two p5 nodes the pool already created hold 16 of its 32 GPUs: 2 existing + 2 new pods at most.
     existing = [node(f"p5-{i}", labels={"pool": "gpu", "karpenter.sh/nodepool": "gpu"}) for i in range(2)]
-    facts = ClusterFacts.from_objects([*existing, nodepool({"nvidia.com/gpu": 32})])
+    facts = facts_from_objects([*existing, nodepool({"nvidia.com/gpu": 32})])
     found = short(job(5, {"nvidia.com/gpu": 8}, **SELECT_POOL), facts)
     assert found is not None and found.room == 4
     assert short(job(4, {"nvidia.com/gpu": 8}, **SELECT_POOL), facts) is None
 
 
 def test_a_declared_pool_without_max_nodes_gives_a_warning_and_with_one_an_error() -> None:
-    facts = ClusterFacts.from_objects([node("n0")])
+    facts = facts_from_objects([node("n0")])
     for max_nodes, certain in ((None, False), (2, True)):
         pool: dict[str, Any] = {"name": "a100", "labels": {"pool": "gpu"}, "resources": {"nvidia.com/gpu": 8}}
         if max_nodes is not None:
@@ -148,7 +149,7 @@ def test_a_declared_pool_without_max_nodes_gives_a_warning_and_with_one_an_error
 
 
 def test_the_group_memo_serves_identical_shapes() -> None:
-    facts = ClusterFacts.from_objects([node(f"n{i}") for i in range(50)])
+    facts = facts_from_objects([node(f"n{i}") for i in range(50)])
     first = short(job(60, {"nvidia.com/gpu": 8}), facts)
     again = short(job(60, {"nvidia.com/gpu": 8}), facts)
     assert first is not None and again is not None and first.room == again.room == 50

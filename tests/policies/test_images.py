@@ -9,6 +9,7 @@ import yaml
 from gpuguard.sources.configmodel import load_config
 from policies import ClusterFacts, evaluate
 from policies.engine import images_in
+from policies.facts_build import facts_from_objects
 from policies.image_uses import ImageUse
 from policies.images import (
     ImageConfig,
@@ -88,10 +89,10 @@ def test_images_in_skips_what_the_engine_skips() -> None:
 
 
 def test_archs_to_prefetch() -> None:
-    facts = ClusterFacts.from_objects(list(yaml.safe_load_all((EXAMPLES / "cluster.yaml").read_text())))
+    facts = facts_from_objects(list(yaml.safe_load_all((EXAMPLES / "cluster.yaml").read_text())))
     assert lookup_archs(facts) == ("amd64",)
     arm = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "g", "labels": {"kubernetes.io/arch": "arm64"}}}
-    assert lookup_archs(ClusterFacts.from_objects([arm])) == ("arm64",)
+    assert lookup_archs(facts_from_objects([arm])) == ("arm64",)
     assert lookup_archs(ClusterFacts.empty()) == ("amd64",)
     assert node_arch({}) == "amd64" and node_arch({"kubernetes.io/arch": "arm64"}) == "arm64"
 
@@ -102,7 +103,7 @@ def test_no_image_facts_is_the_default_and_knows_nothing() -> None:
 
 
 def _example_facts() -> ClusterFacts:
-    return ClusterFacts.from_objects(list(yaml.safe_load_all((EXAMPLES / "cluster.yaml").read_text())))
+    return facts_from_objects(list(yaml.safe_load_all((EXAMPLES / "cluster.yaml").read_text())))
 
 
 def test_a_result_computed_while_a_lookup_was_pending_does_not_stick() -> None:

@@ -12,6 +12,7 @@ import yaml
 
 from policies.aws_instances import aws_instance_table
 from policies.facts import ClusterFacts, NodeFacts, Taint
+from policies.facts_build import facts_from_objects
 from policies.karpenter import nodepool_from_object
 from tests.support.paths import FIXTURES
 
@@ -19,7 +20,7 @@ NODEPOOLS = FIXTURES / "nodepools"
 
 
 def pools_of(name: str) -> dict[str, NodeFacts]:
-    facts = ClusterFacts.from_objects(list(yaml.safe_load_all((NODEPOOLS / name).read_text())))
+    facts = facts_from_objects(list(yaml.safe_load_all((NODEPOOLS / name).read_text())))
     assert not facts.nodes
     return {p.name: p for p in facts.pools}
 
@@ -145,7 +146,7 @@ def test_custom_labels_the_pool_does_not_define_are_absent_well_known_ones_open(
 def test_snapshot_nodepools_and_nodes_group_separately() -> None:
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "cpu", "labels": {}},
             "status": {"allocatable": {"cpu": "4"}}}
-    facts = ClusterFacts.from_objects([{"kind": "List", "items": [node, nodepool([])]}])
+    facts = facts_from_objects([{"kind": "List", "items": [node, nodepool([])]}])
     assert [g.representative.name for g in facts.groups] == ["cpu", "p"]
     assert not facts.is_empty
     assert ClusterFacts(pools=facts.pools).is_empty is False

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from policies import ClusterFacts, evaluate
+from policies import evaluate
+from policies.facts_build import facts_from_objects
 from policies.kserve import (
     NO_VIEW,
     KServeView,
@@ -153,7 +154,7 @@ def test_an_inference_service_takes_its_runtime_from_the_input_or_the_cluster() 
     view = KServeView((kserve_objects([runtime]),))
     assert [f for f in evaluate(isvc, kserve=view).findings if f.rule == SHM] == []
     snapshot = [*yaml.safe_load_all((EXAMPLES / "cluster.yaml").read_text()), runtime]
-    facts = ClusterFacts.from_objects(snapshot)
+    facts = facts_from_objects(snapshot)
     assert facts.kserve is not None
     assert [f for f in evaluate(isvc, None, facts).findings if f.rule == SHM] == []
 
@@ -162,7 +163,7 @@ def test_the_memo_tells_templates_apart_by_what_kserve_merges_under_them() -> No
     # One snapshot, one config: the same InferenceService judged with and without its runtime in the
     # input gets each answer afresh (the merge is part of the template's memo key).
     isvc, runtime = _load(NIM), _load(NIM_RUNTIME)
-    facts = ClusterFacts.from_objects(list(yaml.safe_load_all((EXAMPLES / "cluster.yaml").read_text())))
+    facts = facts_from_objects(list(yaml.safe_load_all((EXAMPLES / "cluster.yaml").read_text())))
     from policies.config import Config
 
     config = Config()

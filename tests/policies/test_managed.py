@@ -11,6 +11,7 @@ import yaml
 from gpuguard.sources.configmodel import load_config
 from policies import ClusterFacts, evaluate
 from policies.facts import node_from_object
+from policies.facts_build import facts_from_objects
 from policies.managed import PLATFORMS, detect_platform
 from tests.support.paths import FIXTURES
 
@@ -64,7 +65,7 @@ def test_every_platform_names_its_sources_and_a_way_to_recognise_it() -> None:
     ],
 )
 def test_eks_nodes_are_recognised_by_their_labels(labels: dict[str, str], evidence: str) -> None:
-    facts = ClusterFacts.from_objects([node(labels=labels, provider_id="aws:///us-east-1a/i-0abc")])
+    facts = facts_from_objects([node(labels=labels, provider_id="aws:///us-east-1a/i-0abc")])
     reason = facts.extended_resource_toleration_reason or ""
     assert reason.startswith("detected: EKS runs it (" + evidence), reason
     assert taint_findings(gpu_pod(), facts) == []
@@ -73,7 +74,7 @@ def test_eks_nodes_are_recognised_by_their_labels(labels: dict[str, str], eviden
 
 def test_an_aws_provider_id_alone_is_not_eks() -> None:
     # kops and self-managed clusters on EC2 carry aws:/// too; they run kube-apiserver's defaults.
-    facts = ClusterFacts.from_objects([node(provider_id="aws:///us-east-1a/i-0abc")])
+    facts = facts_from_objects([node(provider_id="aws:///us-east-1a/i-0abc")])
     assert facts.extended_resource_toleration_reason is None
     assert facts.platform_note is None
     (message,) = taint_findings(gpu_pod(), facts)
@@ -81,7 +82,7 @@ def test_an_aws_provider_id_alone_is_not_eks() -> None:
 
 
 def test_oke_nodes_are_recognised_by_the_fault_domain_label_oke_adds() -> None:
-    facts = ClusterFacts.from_objects([node(labels={"oci.oraclecloud.com/fault-domain": "FAULT-DOMAIN-1"},
+    facts = facts_from_objects([node(labels={"oci.oraclecloud.com/fault-domain": "FAULT-DOMAIN-1"},
                                             provider_id="ocid1.instance.oc1.iad.abc")])
     assert "OKE runs it" in (facts.extended_resource_toleration_reason or "")
     assert taint_findings(gpu_pod(), facts) == []
@@ -90,7 +91,7 @@ def test_oke_nodes_are_recognised_by_the_fault_domain_label_oke_adds() -> None:
 def test_openshift_does_not_run_it_and_wins_over_the_cloud_it_runs_on() -> None:
     # An OpenShift cluster on AWS: the OpenShift label decides, GPU pods need their tolerations.
     labels = {"node.openshift.io/os_id": "rhcos", "eks.amazonaws.com/nodegroup": "copied"}
-    facts = ClusterFacts.from_objects([node(labels=labels, provider_id="aws:///us-east-1a/i-0abc")])
+    facts = facts_from_objects([node(labels=labels, provider_id="aws:///us-east-1a/i-0abc")])
     assert facts.extended_resource_toleration_reason is None
     note = facts.platform_note or ""
     assert note.startswith("OpenShift detected (node label node.openshift.io/os_id): it does not run")
@@ -100,7 +101,7 @@ def test_openshift_does_not_run_it_and_wins_over_the_cloud_it_runs_on() -> None:
 @pytest.mark.parametrize(("provider_id", "name"), [("digitalocean://412345678", "DigitalOcean Kubernetes"),
                                                     ("linode://51234567", "Linode Kubernetes Engine")])
 def test_platforms_whose_behaviour_is_unknown_are_named_but_not_assumed(provider_id: str, name: str) -> None:
-    facts = ClusterFacts.from_objects([node(provider_id=provider_id)])
+    facts = facts_from_objects([node(provider_id=provider_id)])
     assert facts.extended_resource_toleration_reason is None
     scheme = provider_id.split("://")[0]
     assert facts.platform_note == (
@@ -135,7 +136,7 @@ def test_the_provider_id_scheme_is_kept_on_the_node() -> None:
 # --- the EKS snapshot: p5 and g5 node groups tainted nvidia.com/gpu ----------------------------
 
 def eks_facts() -> ClusterFacts:
-    return ClusterFacts.from_objects(list(yaml.safe_load_all(EKS.read_text())))
+    return facts_from_objects(list(yaml.safe_load_all(EKS.read_text())))
 
 
 def test_the_eks_snapshot_is_detected_and_gpu_pods_need_no_toleration() -> None:
@@ -154,5 +155,5 @@ def test_on_eks_a_taint_keyed_otherwise_still_needs_a_toleration() -> None:
     for item in raw[0]["items"]:
         if "nvidia.com/gpu" in item["status"]["allocatable"]:
             item["spec"]["taints"].append({"key": "dedicated", "value": "training", "effect": "NoSchedule"})
-    (message,) = taint_findings(gpu_pod(), ClusterFacts.from_objects(raw))
+    (message,) = taint_findings(gpu_pod(), facts_from_objects(raw))
     assert "dedicated=training:NoSchedule" in message and "nvidia.com/gpu=true" not in message

@@ -12,6 +12,7 @@ from gpuguard.sources.configmodel import load_config
 from gpuguard.sources.snapshot import load_cluster_facts
 from policies.config import Config
 from policies.facts import ClusterFacts
+from policies.facts_build import facts_from_objects
 from policies.placement import Cell, Placer, gpu_groups, merge_cells
 from policies.podspec import extract
 from tests.support.paths import FIXTURES, load_yaml_docs
@@ -80,7 +81,7 @@ def test_a_cuda_13_image_runs_forward_compatible_on_r535_and_not_on_r470() -> No
                            "nvidia.com/cuda.runtime-version.full": "11.4",
                            "nvidia.com/cuda.runtime-version.major": "11",
                            "nvidia.com/cuda.runtime-version.minor": "4"})
-    old = ClusterFacts.from_objects(nodes)
+    old = facts_from_objects(nodes)
     cells = cells_by_product(old, batch)["Tesla-T4"]
     assert {(c.status, c.cuda) for c in cells} == {("cuda", "incompatible")}
     assert any("on driver 470.256.02" in r for c in cells for r in c.reasons)

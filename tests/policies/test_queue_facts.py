@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from policies.facts import ClusterFacts
+from policies.facts_build import facts_from_objects
 from policies.queue_facts import namespace_selected, queue_facts_from_objects
 from tests.support.paths import CORPUS, load_yaml_docs
 
@@ -85,7 +85,7 @@ def test_a_cohort_cycle_does_not_hang() -> None:
 
 
 def _setup(name: str) -> Any:
-    facts = ClusterFacts.from_objects(load_yaml_docs(QUEUES / f"kubernetes-sigs__kueue__site__static__examples__{name}"))
+    facts = facts_from_objects(load_yaml_docs(QUEUES / f"kubernetes-sigs__kueue__site__static__examples__{name}"))
     assert facts.queues is not None
     return facts.queues
 
@@ -106,7 +106,7 @@ def test_kueue_site_setups_load() -> None:
 
 def test_no_kueue_objects_means_kueue_is_not_known() -> None:
     assert queue_facts_from_objects([{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}]) is None
-    assert ClusterFacts.from_objects([]).queues is None
+    assert facts_from_objects([]).queues is None
 
 
 @pytest.mark.parametrize(("selector", "namespace", "expected"), [

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from policies.facts import ClusterFacts
+from policies.facts_build import facts_from_objects
 from policies.podspec import extract
 from policies.quota_facts import ScopeRequirement, counts_pod, quota_from_object, scope_match
 
@@ -42,9 +42,9 @@ def test_quotas_without_name_or_namespace_are_skipped_and_lists_load() -> None:
         {"metadata": {"name": "b", "namespace": "ml"}, "spec": {"hard": {"requests.nvidia.com/gpu": 2}}},
         {"metadata": {"name": "a", "namespace": "ml"}, "spec": {"hard": {"requests.nvidia.com/gpu": 1}}},
     ]}
-    quotas = ClusterFacts.from_objects([listed]).quotas
+    quotas = facts_from_objects([listed]).quotas
     assert quotas is not None and [q.name for q in quotas.in_namespace("ml")] == ["a", "b"]
-    assert ClusterFacts.from_objects([]).quotas is None
+    assert facts_from_objects([]).quotas is None
 
 
 @pytest.mark.parametrize(("scope", "spec", "expected"), [

@@ -14,6 +14,7 @@ import yaml
 from gpuguard.sources.configmodel import load_config
 from policies import ClusterFacts, evaluate
 from policies.facts import NodeFacts, Taint
+from policies.facts_build import facts_from_objects
 from policies.podspec import extract
 from policies.scheduling import (
     analyse,
@@ -182,7 +183,7 @@ def _facts_with_runtime_class(scheduling: dict[str, Any]) -> ClusterFacts:
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"pool": "a100"}},
             "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
             "status": {"allocatable": {"nvidia.com/gpu": "8"}}}
-    return ClusterFacts.from_objects([node, rc])
+    return facts_from_objects([node, rc])
 
 
 def test_runtime_class_selector_and_tolerations_are_merged() -> None:
@@ -218,7 +219,7 @@ def test_runtime_class_selector_mismatch_reported_at_runtime_class_name() -> Non
 
 @pytest.fixture(scope="module")
 def example() -> ClusterFacts:
-    return ClusterFacts.from_objects(list(yaml.safe_load_all((EXAMPLES / "cluster.yaml").read_text())))
+    return facts_from_objects(list(yaml.safe_load_all((EXAMPLES / "cluster.yaml").read_text())))
 
 
 def test_one_verdict_per_group_with_reasons(example: ClusterFacts) -> None:
@@ -277,7 +278,7 @@ def _rule_cases() -> list[Any]:
 
 @pytest.mark.parametrize(("rule_id", "cluster", "doc"), _rule_cases())
 def test_each_bad_fixture_has_one_facts_rule(rule_id: str, cluster: Path, doc: dict[str, Any]) -> None:
-    facts = ClusterFacts.from_objects(list(yaml.safe_load_all(cluster.read_text())))
+    facts = facts_from_objects(list(yaml.safe_load_all(cluster.read_text())))
     fired = {f.rule for f in evaluate(doc, None, facts).findings if f.rule in FACTS_RULES}
     assert fired == {rule_id}
 
@@ -347,7 +348,7 @@ def test_large_cluster_is_evaluated_per_group() -> None:
         node["metadata"]["name"] = name
         node["metadata"]["labels"]["kubernetes.io/hostname"] = name
         nodes.append(node)
-    facts = ClusterFacts.from_objects(nodes)
+    facts = facts_from_objects(nodes)
     assert len(facts.groups) == 3
     (pod,) = extract(_pod(_gpu_spec(8, nodeSelector={"pool": "t4"})))
     assert len(analyse(pod, {"nvidia.com/gpu": Fraction(8)}, facts)) == 3

@@ -37,6 +37,7 @@ from gpuguard.sources.configmodel import load_config
 from policies import ClusterFacts, evaluate
 from policies.config import Config
 from policies.engine import Evaluation
+from policies.facts_build import facts_from_objects
 from policies.images import ImageFacts
 from policies.reads import ASPECTS
 from tests.policies.rules.test_rule_fixtures import _images
@@ -61,7 +62,7 @@ class Group:
     documents: list[Any]
 
     def fresh(self) -> ClusterFacts:
-        return ClusterFacts.from_objects(copy.deepcopy(self.cluster))
+        return facts_from_objects(copy.deepcopy(self.cluster))
 
     def judge(self, doc: Any, facts: ClusterFacts) -> str:
         return canonical(evaluate(copy.deepcopy(doc), self.config, facts, self.images))

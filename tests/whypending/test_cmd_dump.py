@@ -10,7 +10,7 @@ import pytest
 
 from gpuguard.cli import main
 from policies.engine import evaluate
-from policies.facts import ClusterFacts
+from policies.facts_build import facts_from_objects
 from policies.pending import diagnose as dg
 from tests.support.cluster_objects import all_objects, scenario
 from tests.support.fake_apiserver import nodepool
@@ -115,7 +115,7 @@ def test_health_and_preemption(capsys: pytest.CaptureFixture[str], dumps: dict[s
 def test_static_reasons_are_the_engines_findings(capsys: pytest.CaptureFixture[str], dumps: dict[str, Path]) -> None:
     doc = as_json(capsys, "--dump", str(dumps["json"]), "-n", "ml", "big-train")
     parts = cluster()
-    facts = ClusterFacts.from_objects([*parts["nodes"], *parts["runtimeclasses"]])
+    facts = facts_from_objects([*parts["nodes"], *parts["runtimeclasses"]])
     big = next(p for p in parts["pods"] if p["metadata"]["name"] == "big-train")
     findings = evaluate(big, None, facts).findings
     assert findings

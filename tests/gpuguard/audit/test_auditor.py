@@ -15,6 +15,7 @@ from gpuguard.audit.model import LIVE, AuditResult
 from gpuguard.sources.snapshot import load_cluster_facts
 from policies.config import Config
 from policies.facts import ClusterFacts
+from policies.facts_build import facts_from_objects
 from policies.types import Severity
 from tests.support.paths import FIXTURES
 
@@ -194,7 +195,7 @@ def test_a_planned_change_that_fixes_the_node_resolves_its_finding() -> None:
         if obj.get("kind") == "Node" and obj["metadata"]["name"] == "mixed-l4-0":
             # the GPU Operator's nvidia.com/gpu.deploy.device-plugin=false: the device plugin is gone
             obj["status"] = {"allocatable": {k: v for k, v in obj["status"]["allocatable"].items() if "/" not in k}}
-    auditor = Auditor(Config(), ClusterFacts.from_objects(objects), ClusterFacts.from_objects(fixed),
+    auditor = Auditor(Config(), facts_from_objects(objects), facts_from_objects(fixed),
                       cluster="before", cluster_after="after")
     result = auditor.finish()
     assert [(f.ref.kind, f.ref.name, f.change) for f in result.findings] == [("Node", "mixed-l4-0", "resolved")]

@@ -16,6 +16,7 @@ from policies import Config, evaluate
 from policies.dra.cel import compile_selector, prepare_device
 from policies.engine import images_in
 from policies.facts import ClusterFacts
+from policies.facts_build import facts_from_objects
 from policies.images import ImageConfig, ImageLookup
 from policies.types import Finding, Severity
 
@@ -46,7 +47,7 @@ def node_slice(node: str, dev: dict[str, Any]) -> list[dict[str, Any]]:
 
 H100 = device("gpu-0", "NVIDIA H100 80GB HBM3", "Nvidia", "9.0.0", "580.95.5", "13.0.0")
 RTX = device("gpu-0", "NVIDIA GeForce RTX 4090", "GeForce", "8.9.0", "535.230.2", "12.2.0")
-FACTS = ClusterFacts.from_objects([GPU_CLASS, *node_slice("h100-0", H100), *node_slice("rtx-0", RTX)])
+FACTS = facts_from_objects([GPU_CLASS, *node_slice("h100-0", H100), *node_slice("rtx-0", RTX)])
 
 
 def claim_pod(image: str, **env: str) -> dict[str, Any]:
@@ -97,7 +98,7 @@ def test_every_device_running_the_image_natively_is_silent() -> None:
 
 
 def test_no_device_running_it_is_an_error() -> None:
-    rtx_only = ClusterFacts.from_objects([GPU_CLASS, *node_slice("rtx-0", RTX)])
+    rtx_only = facts_from_objects([GPU_CLASS, *node_slice("rtx-0", RTX)])
     (finding,) = cuda_findings(claim_pod("nvidia/cuda:13.0.2-runtime-ubuntu22.04"), rtx_only)
     assert finding.severity is Severity.ERROR and "no DRA GPU it can get runs it" in finding.message
     assert "Upgrade the driver" in finding.remediation
@@ -135,5 +136,5 @@ def test_a_tainted_node_the_claim_is_meant_for_is_still_judged() -> None:
     # CUDA verdict is for the devices the pod is meant for, as if it tolerated it (not silence).
     objects = [GPU_CLASS, *node_slice("rtx-0", RTX)]
     objects[1]["spec"] = {"taints": [{"key": "gpu", "value": "rtx", "effect": "NoSchedule"}]}
-    (finding,) = cuda_findings(claim_pod("nvidia/cuda:13.0.2-runtime-ubuntu22.04"), ClusterFacts.from_objects(objects))
+    (finding,) = cuda_findings(claim_pod("nvidia/cuda:13.0.2-runtime-ubuntu22.04"), facts_from_objects(objects))
     assert finding.severity is Severity.ERROR and "rtx-0" in finding.message

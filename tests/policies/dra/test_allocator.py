@@ -15,7 +15,8 @@ import pytest
 from policies.dra import ClaimToAllocate, Inventory, allocate, read_objects
 from policies.dra.claims import parse_claim_spec
 from policies.dra.objects import DeviceID
-from policies.facts import ClusterFacts, NodeFacts
+from policies.facts import NodeFacts
+from policies.facts_build import facts_from_objects
 from tests.support.paths import CORPUS, FIXTURES, load_yaml_docs
 
 NVIDIA = FIXTURES / "dra" / "nvidia-cluster.yaml"
@@ -26,7 +27,7 @@ NVIDIA_DEMOS = CORPUS / "real"
 def cluster(path: Any, extra: Iterable[dict[str, Any]] = ()) -> tuple[Inventory, dict[str, NodeFacts]]:
     docs = [*load_yaml_docs(path), *extra]
     objects = read_objects(docs)
-    nodes = {n.name: n for n in ClusterFacts.from_objects(docs).nodes}
+    nodes = {n.name: n for n in facts_from_objects(docs).nodes}
     return Inventory.build(objects.classes, objects.slices, objects.claims), nodes
 
 

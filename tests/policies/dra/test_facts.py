@@ -17,7 +17,7 @@ from policies import Config, evaluate
 from policies.dra.capacity import served_classes, with_dra_capacity
 from policies.dra.facts import DraInputs, DraView, dra_facts_from_objects, input_layer
 from policies.effective_facts import effective_facts
-from policies.facts import ClusterFacts
+from policies.facts_build import facts_from_objects
 from tests.support.paths import FIXTURES, load_yaml_docs
 
 MIXED = FIXTURES / "dra" / "nvidia-mixed-cluster.yaml"
@@ -42,10 +42,10 @@ def template(namespace: str, name: str, request: str, cls: str = "gpu.nvidia.com
 
 
 def test_a_snapshot_without_dra_objects_has_no_dra_facts() -> None:
-    assert ClusterFacts.from_objects(kinds(MIXED, "Node")).dra is None
+    assert facts_from_objects(kinds(MIXED, "Node")).dra is None
     only_templates = dra_facts_from_objects(kinds(MIXED, "ResourceClaimTemplate"))
     assert only_templates is not None and not only_templates.classes_known  # no class is known to be missing
-    full = ClusterFacts.from_objects(items(MIXED)).dra
+    full = facts_from_objects(items(MIXED)).dra
     assert full is not None and full.classes_known and full.has_devices
 
 
@@ -96,7 +96,7 @@ def test_selector_answers_are_kept_only_while_devices_and_classes_stay_the_same(
 
 
 def test_dra_served_extended_resources_are_capacity_where_no_device_plugin_serves_them() -> None:
-    facts = effective_facts(ClusterFacts.from_objects(items(MIXED)), Config())
+    facts = effective_facts(facts_from_objects(items(MIXED)), Config())
     nodes = {n.name: n for n in facts.nodes}
     # device plugin only: untouched
     assert nodes["dp-a100-0"].allocatable["nvidia.com/gpu"] == Fraction(8) and nodes["dp-a100-0"].dra_served == ()
@@ -120,7 +120,7 @@ def test_without_extended_resource_name_the_driver_still_conflicts_with_the_devi
     for obj in objects:
         if obj["kind"] == "DeviceClass":
             obj["spec"].pop("extendedResourceName", None)
-    facts = effective_facts(ClusterFacts.from_objects(objects), Config())
+    facts = effective_facts(facts_from_objects(objects), Config())
     nodes = {n.name: n for n in facts.nodes}
     assert "nvidia.com/gpu" not in nodes["dra-h100-0"].allocatable
     # NVIDIA's chart: its GPU kubelet plugin "cannot be deployed alongside the standard GPU device plugin"
@@ -132,7 +132,7 @@ def test_the_newest_class_serves_a_shared_extended_resource_name() -> None:
     newer = copy.deepcopy(next(o for o in objects if o["kind"] == "DeviceClass" and o["metadata"]["name"] == "mig.nvidia.com"))
     newer["metadata"] = {"name": "all-mig.nvidia.com", "creationTimestamp": "2026-02-01T00:00:00Z"}
     newer["spec"]["extendedResourceName"] = "nvidia.com/gpu"
-    dra = ClusterFacts.from_objects([*objects, newer]).dra
+    dra = facts_from_objects([*objects, newer]).dra
     assert dra is not None
     assert served_classes(dra.inventory)["nvidia.com/gpu"].name == "all-mig.nvidia.com"
 
@@ -149,5 +149,5 @@ def test_a_plain_gpu_limit_in_a_dra_only_cluster(with_class: bool) -> None:
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gpu-full-pod"}, "spec": {"containers": [
         {"name": "cuda-container", "image": "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
          "resources": {"limits": {"nvidia.com/gpu": 1, "memory": "1Gi"}}}]}}
-    rules = {f.rule for f in evaluate(pod, Config(), ClusterFacts.from_objects(objects)).findings}
+    rules = {f.rule for f in evaluate(pod, Config(), facts_from_objects(objects)).findings}
     assert ("gpu-resource-unknown" in rules) is (not with_class)

@@ -14,11 +14,12 @@ from gpuguard.sources.configmodel import load_config
 from policies import Config, evaluate
 from policies.dra.facts import DraInputs, input_layer
 from policies.facts import ClusterFacts
+from policies.facts_build import facts_from_objects
 from policies.types import Finding, Severity
 from tests.support.paths import FIXTURES, load_yaml_docs
 
 MIXED = FIXTURES / "dra" / "nvidia-mixed-cluster.yaml"
-FACTS = ClusterFacts.from_objects(load_yaml_docs(MIXED))
+FACTS = facts_from_objects(load_yaml_docs(MIXED))
 
 
 def pod(*, claims: list[dict[str, Any]], limits: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
@@ -135,10 +136,10 @@ def test_an_input_class_redefining_the_serving_class_is_part_of_the_memo_key() -
                                 "extendedResourceName": "nvidia.com/gpu"}}
     inputs = DraInputs((input_layer([selects_nothing]),))
     config = Config()
-    facts = ClusterFacts.from_objects(load_yaml_docs(MIXED))
+    facts = facts_from_objects(load_yaml_docs(MIXED))
     (finding,) = found(cuda_pod(), "gpu-cuda-driver-mismatch", facts, config)  # driver 570 on the H100s
     assert "needs CUDA 13.0.2" in finding.message
     # the input's class selects no device: the H100s' driver is unknown, so nothing is held against the pod
     assert found(cuda_pod(), "gpu-cuda-driver-mismatch", facts, config, inputs) == []
-    assert found(cuda_pod(), "gpu-cuda-driver-mismatch", ClusterFacts.from_objects(load_yaml_docs(MIXED)), config,
+    assert found(cuda_pod(), "gpu-cuda-driver-mismatch", facts_from_objects(load_yaml_docs(MIXED)), config,
                  inputs) == []

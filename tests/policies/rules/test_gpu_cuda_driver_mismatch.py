@@ -15,6 +15,7 @@ import yaml
 from gpuguard.sources.configmodel import load_config
 from linter import cmd_explain_image
 from policies import ClusterFacts, evaluate
+from policies.facts_build import facts_from_objects
 from policies.types import Severity
 from tests.support.paths import CORPUS
 
@@ -117,7 +118,7 @@ def test_fix_is_anded_into_existing_affinity_terms(example_facts: ClusterFacts) 
 
 
 def test_minor_version_floor_fix_downgrades_the_finding() -> None:
-    facts = ClusterFacts.from_objects(
+    facts = facts_from_objects(
         [
             _node("old", "470.256.02", "NVIDIA-GeForce-RTX-3090"),
             _node("mid", "535.183.01", "NVIDIA-GeForce-RTX-4090"),
@@ -134,9 +135,9 @@ def test_minor_version_floor_fix_downgrades_the_finding() -> None:
 
 def test_unknown_drivers_never_fire_and_soften_errors() -> None:
     unknown = _node("unlabelled", None, None)
-    only_unknown = ClusterFacts.from_objects([unknown])
+    only_unknown = facts_from_objects([unknown])
     assert _findings(_pod("nvidia/cuda:13.0.2-base-ubuntu24.04"), only_unknown) == []
-    mixed = ClusterFacts.from_objects([unknown, _node("t4", "470.256.02", "Tesla-T4", old_labels=True)])
+    mixed = facts_from_objects([unknown, _node("t4", "470.256.02", "Tesla-T4", old_labels=True)])
     (finding,) = _findings(_pod("nvidia/cuda:13.0.2-base-ubuntu24.04"), mixed)
     assert finding.severity is Severity.WARNING
     assert "unknown driver: unlabelled" in finding.message
@@ -174,7 +175,7 @@ def test_per_container_annotation_wins(example_facts: ClusterFacts) -> None:
 
 
 def test_fix_is_not_offered_when_no_candidate_would_remain() -> None:
-    facts = ClusterFacts.from_objects([_node("a", "535.129.03", "NVIDIA-A100-SXM4-80GB")])
+    facts = facts_from_objects([_node("a", "535.129.03", "NVIDIA-A100-SXM4-80GB")])
     (finding,) = _findings(_pod("nvidia/cuda:12.8.1-base-ubuntu22.04"), facts)
     assert finding.severity is Severity.WARNING and finding.fix == ()
 
@@ -182,7 +183,7 @@ def test_fix_is_not_offered_when_no_candidate_would_remain() -> None:
 def test_many_identical_nodes_are_judged_per_group() -> None:
     nodes = [_node(f"h{i}", "550.90.07", "NVIDIA-H100-80GB-HBM3") for i in range(2000)]
     nodes += [_node(f"t{i}", "470.256.02", "Tesla-T4") for i in range(2000)]
-    facts = ClusterFacts.from_objects(nodes)
+    facts = facts_from_objects(nodes)
     assert len(facts.groups) == 2
     (finding,) = _findings(_pod("nvidia/cuda:12.4.1-base-ubuntu22.04"), facts)
     assert finding.severity is Severity.INFO
@@ -320,7 +321,7 @@ def test_explain_image_plain_and_refused(capsys: pytest.CaptureFixture[str], tmp
     from policies.cuda.explain import explain_image, render_text
     from policies.images import ImageConfig
 
-    facts = ClusterFacts.from_objects([_node("r525", "525.147.05", "NVIDIA-A100-SXM4-80GB")])
+    facts = facts_from_objects([_node("r525", "525.147.05", "NVIDIA-A100-SXM4-80GB")])
     config = ImageConfig(env=(("CUDA_VERSION", "12.8.1"), ("NVIDIA_REQUIRE_CUDA", "cuda>=12.8")))
     report = explain_image("example.com/app:1", facts, config)
     assert report.to_json()["nodes"] == [{"name": "r525", "driver": "525.147.05", "verdict": "incompatible"}]
@@ -336,7 +337,7 @@ def test_explain_image_bad_cluster_exits_2(capsys: pytest.CaptureFixture[str], t
 
 
 def test_forward_compat_only_fix_pins_products_and_branches() -> None:
-    facts = ClusterFacts.from_objects(
+    facts = facts_from_objects(
         [
             _node("t4", "470.256.02", "Tesla-T4"),
             _node("rtx", "470.256.02", "NVIDIA-GeForce-RTX-3090"),
@@ -376,7 +377,7 @@ def test_a_missing_toleration_does_not_hide_the_driver_of_the_nodes_the_pod_is_m
     # Both GPU pools are tainted nvidia.com/gpu and the pod tolerates neither: the taint rule fires, and
     # the CUDA rule judges the pools as if the toleration were there (R535 minor-version only, R550
     # native) in the same run, with its affinity fix.  After --fix (both fixes), nothing is left.
-    facts = ClusterFacts.from_objects([
+    facts = facts_from_objects([
         _tainted(_node("old", "535.129.03", "NVIDIA-A100-SXM4-80GB"), ("nvidia.com/gpu", "present")),
         _tainted(_node("new", "550.90.07", "NVIDIA-H100-80GB-HBM3"), ("nvidia.com/gpu", "present")),
     ])
@@ -394,7 +395,7 @@ def test_a_missing_toleration_does_not_hide_the_driver_of_the_nodes_the_pod_is_m
 def test_the_cuda_verdict_after_the_taint_fix_is_the_one_before() -> None:
     # Only the pool the taint rule's toleration opens counts: a pool also reserved by dedicated=training
     # stays shut after the fix, so it is not judged before it either.
-    facts = ClusterFacts.from_objects([
+    facts = facts_from_objects([
         _tainted(_node("a100", "535.129.03", "NVIDIA-A100-SXM4-80GB"), ("nvidia.com/gpu", "present")),
         _tainted(_node("h100", "550.90.07", "NVIDIA-H100-80GB-HBM3"), ("nvidia.com/gpu", "present"),
                  ("dedicated", "training")),
@@ -410,7 +411,7 @@ def test_the_cuda_verdict_after_the_taint_fix_is_the_one_before() -> None:
 
 
 def test_a_pod_whose_selector_matches_no_gpu_node_is_not_judged() -> None:
-    facts = ClusterFacts.from_objects([
+    facts = facts_from_objects([
         _tainted(_node("a100", "535.129.03", "NVIDIA-A100-SXM4-80GB"), ("nvidia.com/gpu", "present")),
     ])
     pod = _pod("nvidia/cuda:13.0.2-runtime-ubuntu22.04", nodeSelector={"nvidia.com/gpu.product": "Tesla-T4"})

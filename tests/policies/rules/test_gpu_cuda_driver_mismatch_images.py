@@ -7,6 +7,7 @@ from typing import Any
 import jsonpatch
 
 from policies import ClusterFacts, evaluate
+from policies.facts_build import facts_from_objects
 from policies.images import ImageConfig, ImageLookup
 from policies.types import Severity
 from tests.policies.cuda.test_require import nvidia_cuda_requirement
@@ -39,7 +40,7 @@ def _arch(node: dict[str, Any], arch: str) -> dict[str, Any]:
 
 
 def test_the_runtime_refusal_decides_a_node_that_mvc_alone_would_pass() -> None:
-    facts = ClusterFacts.from_objects([_node("rtx", "525.147.05", "NVIDIA-RTX-A6000"),
+    facts = facts_from_objects([_node("rtx", "525.147.05", "NVIDIA-RTX-A6000"),
                                        _node("new", "570.124.06", "NVIDIA-H100-80GB-HBM3")])
     [finding] = _findings(_pod(APP), facts, {APP: ImageLookup("found", CUDA_12_8)})
     assert finding.severity is Severity.WARNING
@@ -56,7 +57,7 @@ def test_the_runtime_refusal_decides_a_node_that_mvc_alone_would_pass() -> None:
 
 
 def test_a_pod_that_disables_the_check_is_told_so() -> None:
-    facts = ClusterFacts.from_objects([_node("new", "570.124.06", "NVIDIA-H100-80GB-HBM3")])
+    facts = facts_from_objects([_node("new", "570.124.06", "NVIDIA-H100-80GB-HBM3")])
     env = [{"name": "NVIDIA_DISABLE_REQUIRE", "value": "true"}]
     [finding] = _findings(_pod(APP, env), facts, {APP: ImageLookup("found", CUDA_12_8)})
     assert finding.severity is Severity.INFO
@@ -65,13 +66,13 @@ def test_a_pod_that_disables_the_check_is_told_so() -> None:
     assert finding.remediation.startswith("Every candidate node runs it natively")
     assert _findings(_pod(APP), facts, {APP: ImageLookup("found", CUDA_12_8)}) == []
     # with a node that cannot run it, the severity follows the nodes and the note stays
-    old = ClusterFacts.from_objects([_node("old", "470.256.02", "NVIDIA-GeForce-RTX-3090")])
+    old = facts_from_objects([_node("old", "470.256.02", "NVIDIA-GeForce-RTX-3090")])
     [error] = _findings(_pod(APP, env), old, {APP: ImageLookup("found", CUDA_12_8)})
     assert error.severity is Severity.ERROR and "checks no requirement" in error.message
 
 
 def test_a_pod_that_overrides_the_requirement_is_judged_by_its_own_value() -> None:
-    facts = ClusterFacts.from_objects([_node("a100", "570.124.06", "NVIDIA-A100-SXM4-80GB")])
+    facts = facts_from_objects([_node("a100", "570.124.06", "NVIDIA-A100-SXM4-80GB")])
     facts_labels = facts.nodes[0].labels
     assert "nvidia.com/gpu.compute.major" not in facts_labels  # arch unknown: never a refusal
     env = [{"name": "NVIDIA_REQUIRE_ARCH", "value": "arch>=9.0"}]
@@ -80,13 +81,13 @@ def test_a_pod_that_overrides_the_requirement_is_judged_by_its_own_value() -> No
     assert "the pod sets NVIDIA_REQUIRE_ARCH=arch>=9.0: the runtime checks it instead of the image's" in unknown_arch.message
     node = _node("a100", "570.124.06", "NVIDIA-A100-SXM4-80GB")
     node["metadata"]["labels"].update({"nvidia.com/gpu.compute.major": "8", "nvidia.com/gpu.compute.minor": "0"})
-    [refused] = _findings(_pod(APP, env), ClusterFacts.from_objects([node]), {APP: ImageLookup("found", CUDA_12_8)})
+    [refused] = _findings(_pod(APP, env), facts_from_objects([node]), {APP: ImageLookup("found", CUDA_12_8)})
     assert refused.severity is Severity.ERROR
     assert "unsatisfied condition: arch>=9.0" in refused.message
 
 
 def test_requirements_that_understate_the_need_are_named() -> None:
-    facts = ClusterFacts.from_objects([_node("t4", "470.256.02", "Tesla-T4"), _node("rtx", "470.256.02", "NVIDIA-RTX-A6000")])
+    facts = facts_from_objects([_node("t4", "470.256.02", "Tesla-T4"), _node("rtx", "470.256.02", "NVIDIA-RTX-A6000")])
     triton = "nvcr.io/nvidia/tritonserver:24.10-py3"
     config = ImageConfig(env=(("CUDA_VERSION", "12.6.2.004"), ("NVIDIA_REQUIRE_CUDA", "cuda>=9.0")))
     [finding] = _findings(_pod(triton), facts, {triton: ImageLookup("found", config)})
@@ -100,7 +101,7 @@ def test_requirements_that_understate_the_need_are_named() -> None:
 
 
 def test_pending_lookups_are_judged_by_the_name_with_a_note() -> None:
-    facts = ClusterFacts.from_objects([_node("old", "470.256.02", "NVIDIA-GeForce-RTX-3090")])
+    facts = facts_from_objects([_node("old", "470.256.02", "NVIDIA-GeForce-RTX-3090")])
     image = "vllm/vllm-openai:v0.10.0"
     [finding] = _findings(_pod(image), facts, {image: ImageLookup("pending", detail="lookup in flight")})
     assert finding.severity is Severity.ERROR
@@ -109,7 +110,7 @@ def test_pending_lookups_are_judged_by_the_name_with_a_note() -> None:
 
 
 def test_per_architecture_needs() -> None:
-    facts = ClusterFacts.from_objects([
+    facts = facts_from_objects([
         _arch(_node("x86", "550.90.07", "NVIDIA-H100-80GB-HBM3"), "amd64"),
         _arch(_node("gh200", "550.90.07", "NVIDIA-GH200-480GB"), "arm64"),
     ])

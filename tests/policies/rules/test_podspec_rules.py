@@ -13,6 +13,7 @@ import yaml
 from gpuguard.sources.configmodel import load_config
 from policies import evaluate
 from policies.config import Config, ConfigError
+from policies.facts_build import facts_from_objects
 from policies.types import Finding, Severity
 from tests.support.paths import CORPUS, load_yaml_docs
 
@@ -457,12 +458,11 @@ def _privileged_pod(gpus: int) -> dict[str, Any]:
 def test_privileged_gpu_pod_is_a_bypass_unless_it_holds_every_gpu_of_its_nodes(
     gpus: int, node_gpus: list[int] | None, severity: Severity
 ) -> None:
-    from policies import ClusterFacts
     from tests.support.cluster_objects import node
 
     facts = None
     if node_gpus is not None:
-        facts = ClusterFacts.from_objects(
+        facts = facts_from_objects(
             [node(f"n{i}", capacity=n, allocatable=n) for i, n in enumerate(node_gpus)]
         )
     found = [f for f in evaluate(_privileged_pod(gpus), None, facts).findings if f.rule == "gpu-device-access-bypass"]
@@ -479,10 +479,9 @@ def test_privileged_pod_with_a_placeholder_gpu_count_is_info(count: str, node_gp
     """A whole-node tool (GKE's COS nvidia-bug-report pod) is written with its GPU count to be filled
     in: how much it sees beyond its allocation is unknown until then, and the placeholder is the
     input error; the same pod with a count below its node's is an error."""
-    from policies import ClusterFacts
     from tests.support.cluster_objects import node
 
-    facts = None if node_gpus is None else ClusterFacts.from_objects([node("n0", capacity=8, allocatable=8)])
+    facts = None if node_gpus is None else facts_from_objects([node("n0", capacity=8, allocatable=8)])
     obj = pod(container(resources={"limits": {"nvidia.com/gpu": count}, "requests": {"nvidia.com/gpu": count}},
                         securityContext={"privileged": True}))
     ev = evaluate(obj, None, facts)

@@ -26,6 +26,7 @@ import yaml
 from gpuguard.sources.configmodel import load_config
 from policies import ClusterFacts, evaluate
 from policies.config import Config
+from policies.facts_build import facts_from_objects
 from policies.images import ImageConfig, ImageLookup
 from policies.registry import RULES
 from tests.support.paths import EXAMPLES, FIXTURES
@@ -62,7 +63,7 @@ def _setup(rule_dir: Path) -> tuple[Config, ClusterFacts]:
         rule_dir / "config.yaml"
     ).exists() else Config()
     cluster = rule_dir / "cluster.yaml" if (rule_dir / "cluster.yaml").exists() else EXAMPLE_CLUSTER
-    facts = ClusterFacts.from_objects(list(yaml.safe_load_all(cluster.read_text())))
+    facts = facts_from_objects(list(yaml.safe_load_all(cluster.read_text())))
     return config, facts
 
 

@@ -13,6 +13,7 @@ import copy
 from typing import Any
 
 from policies import ClusterFacts, Config, evaluate
+from policies.facts_build import facts_from_objects
 from policies.types import Severity
 from tests.support.paths import CORPUS, load_yaml_docs
 
@@ -38,11 +39,11 @@ def findings(obj: dict[str, Any], facts: ClusterFacts, rule: str) -> list[Any]:
 def test_vllm_leaderworkerset_groups_need_two_nodes_of_room_each() -> None:
     lws = doc("gangs/kubernetes-sigs__lws__docs__examples__vllm__GPU__lws.yaml", "LeaderWorkerSet")
     # Each pod asks for 8 GPUs, 125 cpu, 1124Gi memory and 800Gi ephemeral storage: one per node.
-    one = ClusterFacts.from_objects([h100("n0")])
+    one = facts_from_objects([h100("n0")])
     (f,) = findings(lws, one, "gpu-gang-unschedulable")
     assert f.severity is Severity.ERROR and f.path == "/spec/leaderWorkerTemplate/size"
     assert f.message.startswith("2 pods × 8 nvidia.com/gpu must run together (one LeaderWorkerSet group (size 2)")
-    assert findings(lws, ClusterFacts.from_objects([h100("n0"), h100("n1")]), "gpu-gang-unschedulable") == []
+    assert findings(lws, facts_from_objects([h100("n0"), h100("n1")]), "gpu-gang-unschedulable") == []
 
 
 def test_memory_not_gpus_can_bound_a_gang() -> None:
@@ -50,7 +51,7 @@ def test_memory_not_gpus_can_bound_a_gang() -> None:
     # A node with 16 GPUs and 400 cpus (room for two such pods) whose 2048Gi holds one pod of 1124Gi.
     big = [h100("n0")]
     big[0]["status"]["allocatable"].update({"nvidia.com/gpu": "16", "cpu": "400"})
-    (f,) = findings(lws, ClusterFacts.from_objects(big), "gpu-gang-unschedulable")
+    (f,) = findings(lws, facts_from_objects(big), "gpu-gang-unschedulable")
     assert "1 per node by memory" in f.message
 
 
@@ -58,15 +59,15 @@ def test_volcano_mindspore_job_gang_of_three() -> None:
     job = doc("real/volcano-sh__volcano__example__MindSpore-example__mindspore_gpu__mindspore-gpu.yaml", "Job")
     one_gpu = h100("n0")
     one_gpu["status"]["allocatable"]["nvidia.com/gpu"] = "1"
-    (f,) = findings(job, ClusterFacts.from_objects([one_gpu]), "gpu-gang-unschedulable")
+    (f,) = findings(job, facts_from_objects([one_gpu]), "gpu-gang-unschedulable")
     # The workers alone do not fit: the finding points at their count.
     assert f.path == "/spec/tasks/1/replicas" and "2 pods × 1 nvidia.com/gpu of pod set mpiworker" in f.message
-    assert findings(job, ClusterFacts.from_objects([h100("n0")]), "gpu-gang-unschedulable") == []
+    assert findings(job, facts_from_objects([h100("n0")]), "gpu-gang-unschedulable") == []
 
 
 def kueue_facts(setup: str, *nodes: dict[str, Any], quota: dict[str, Any] | None = None) -> ClusterFacts:
     objects = load_yaml_docs(QUEUES / f"kubernetes-sigs__kueue__site__static__examples__{setup}")
-    return ClusterFacts.from_objects([*nodes, *objects, *([quota] if quota else [])])
+    return facts_from_objects([*nodes, *objects, *([quota] if quota else [])])
 
 
 def test_kueue_provisioning_sample_job_is_admitted_within_nine_gpus() -> None:
@@ -113,8 +114,8 @@ def test_quota_on_the_kubeflow_mnist_example() -> None:
     job["metadata"]["namespace"] = "ml"  # changed: the example names no namespace
     quota: dict[str, Any] = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpus", "namespace": "ml"},
              "spec": {"hard": {"requests.nvidia.com/gpu": "1"}}}
-    facts = ClusterFacts.from_objects([h100("n0"), quota])
+    facts = facts_from_objects([h100("n0"), quota])
     (f,) = findings(job, facts, "gpu-quota-exceeded")
     assert f.severity is Severity.ERROR and "the 2 pods that must run together" in f.message
     quota["spec"]["hard"]["requests.nvidia.com/gpu"] = "2"
-    assert findings(job, ClusterFacts.from_objects([h100("n0"), quota]), "gpu-quota-exceeded") == []
+    assert findings(job, facts_from_objects([h100("n0"), quota]), "gpu-quota-exceeded") == []
