@@ -521,7 +521,9 @@ def _holds_every_gpu(ctx: RuleContext) -> bool | None:
         rep = verdict.group.representative
         gpus = {n: q for n, q in rep.allocatable.items() if ctx.is_gpu(n) and q > 0}
         # Taints aside: a pod that does not tolerate them yet is meant for these nodes all the same.
-        if not (verdict.selector_ok and verdict.schedulable) or not gpus:
+        # Nodes that offer none of the GPU resources it requests (NVIDIA nodes, for a pod asking for
+        # amd.com/gpu) can never run it, so what they hold says nothing of what it sees.
+        if not (verdict.selector_ok and verdict.schedulable) or not gpus.keys() & requests.keys():
             continue
         verdicts.append(not rep.dra_served and all(requests.get(n, 0) >= q for n, q in gpus.items()))
     return all(verdicts) if verdicts else None

@@ -491,3 +491,17 @@ def test_privileged_pod_with_a_placeholder_gpu_count_is_info(count: str, node_gp
     filled = pod(container(resources=limits({"nvidia.com/gpu": 2}), securityContext={"privileged": True}))
     assert [f.severity for f in evaluate(filled, None, facts).findings if f.rule == "gpu-device-access-bypass"] == [
         Severity.ERROR]
+
+
+def test_privileged_pod_holding_every_gpu_of_another_vendor_is_judged_on_nodes_that_offer_it() -> None:
+    """An 8 x amd.com/gpu privileged RCCL worker (Azure/aks-rdma-infiniband) on a cluster of NVIDIA
+    nodes: those nodes can never run it, so they do not make it see GPUs it was not allocated (info,
+    as without facts); gpu-resource-unknown says it fits nowhere here."""
+    from policies.facts_build import facts_from_objects
+    from tests.support.cluster_objects import node
+
+    facts = facts_from_objects([node("n0", capacity=8, allocatable=8)])
+    obj = pod(container(resources=limits({"amd.com/gpu": 8}), securityContext={"privileged": True}))
+    ev = evaluate(obj, None, facts)
+    assert [f.severity for f in ev.findings if f.rule == "gpu-device-access-bypass"] == [Severity.INFO]
+    assert [f.rule for f in ev.findings if f.severity is Severity.ERROR] == ["gpu-resource-unknown"]
