@@ -41,6 +41,16 @@ _BRACES = patterns.compile(r"(?s)\{\{.*?\}\}")
 _TOKEN = patterns.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|<[^<>\n]{1,100}>")
 
 
+# Where node selection belongs, a value a document asks its reader to fill in: ``your-node-name``,
+# ``YOUR_NODE`` (kubernetes.io's own "kubectl label nodes <your-node-name> …" convention, copied into
+# manifests without the brackets).  A node or label value of that form is a placeholder, not a choice.
+_DOC_PREFIXES = ("your-", "your_")
+
+
+def _doc_placeholder(value: Any) -> str | None:
+    return value if isinstance(value, str) and value[:5].lower() in _DOC_PREFIXES and len(value) <= 128 else None
+
+
 @dataclass(frozen=True, slots=True)
 class Placeholder:
     path: RelPath  # relative to the pod spec
@@ -131,6 +141,8 @@ def find_placeholders(pod: PodTemplate) -> list[Placeholder]:
         text = _input_placeholder(value, runtime)
         if text is None and what == "quantity":
             text = _token(value)
+        elif text is None:
+            text = _doc_placeholder(value)
         if text is not None:
             found.append(Placeholder(path, text, what))
     return found
@@ -138,4 +150,4 @@ def find_placeholders(pod: PodTemplate) -> list[Placeholder]:
 
 def has_selector_values_unknown(pod: PodTemplate) -> bool:
     """Whether node selection holds any placeholder, an Argo run-time expression included."""
-    return any(placeholder_in(v) for _, v in _selector_values(pod.spec))
+    return any(placeholder_in(v) or _doc_placeholder(v) for _, v in _selector_values(pod.spec))

@@ -215,10 +215,35 @@ def _idle(c: ContainerRef, gpus: int, what: str) -> Violation:
     )
 
 
+# The workload controllers whose templates Kubernetes lets omit a container's image (below); other
+# kinds without one (a KServe model, whose ServingRuntime gives the image) are judged as they are.
+_CONFIG_MANAGED_KINDS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob"})
+
+
+def _fragment(c: ContainerRef, gpus: int) -> Violation:
+    """A container without an image: a patch or component (kustomize, a values overlay) that config
+    management merges onto a base.  Kubernetes' API reference says of Container.image: "This field is
+    optional to allow higher level config management to default or override container images in
+    workload controllers like Deployments and StatefulSets" (core/v1 Container); the base supplies the
+    image, and may supply the /dev/shm volume and mount too."""
+    return Violation(
+        message=(
+            f"container {c.name!r} uses {gpus} GPUs and mounts nothing at /dev/shm, but it names no image: a patch "
+            "or component merged onto a base gpuguard does not see; unless that base mounts an emptyDir with "
+            "medium: Memory at /dev/shm, the runtime's 64 MiB /dev/shm is all NCCL and DataLoader workers get"
+        ),
+        path=c.path,
+        severity=Severity.INFO,
+        remediation="Lint the rendered result (kubectl kustomize DIR | gpuguard lint) so gpuguard sees the whole pod.",
+    )
+
+
 def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation | None:
     found = _shm_mount(c)
     if found is None and ctx.pod.unseen_bases:
         return _unseen(ctx, c, gpus)
+    if found is None and "image" not in c.container and ctx.object.kind in _CONFIG_MANAGED_KINDS:
+        return _fragment(c, gpus)
     idle = _idle_image(c) if found is None else None
     if idle is not None:
         return _idle(c, gpus, idle)

@@ -38,9 +38,8 @@ CORPUS_FLOORS = {
     # Judged as first linted, after the holdout3 fixes: 1.00 in every context with findings; without
     # facts it reports no error or warning at all.
     "holdout4": FLOORS,
-    # First contact 0.67 / 0.87 / 0.83 / 0.83 / 0.85; after its one fixed class (a privileged pod
-    # judged on nodes that offer its GPU resource):
-    "holdout5": {"none": 0.66, "sample": 0.90, "eks": 0.88, "gke": 0.88, "onprem-mig": 0.89},
+    # First contact 0.67 / 0.87 / 0.83 / 0.83 / 0.85; 1.00 everywhere after its three fixed classes.
+    "holdout5": FLOORS,
 }
 
 

@@ -505,3 +505,15 @@ def test_privileged_pod_holding_every_gpu_of_another_vendor_is_judged_on_nodes_t
     ev = evaluate(obj, None, facts)
     assert [f.severity for f in ev.findings if f.rule == "gpu-device-access-bypass"] == [Severity.INFO]
     assert [f.rule for f in ev.findings if f.severity is Severity.ERROR] == ["gpu-resource-unknown"]
+
+
+def test_shared_memory_of_a_container_without_an_image_is_info() -> None:
+    """A kustomize component that only sets GPUs (kubernetes-sigs/wg-serving's 8-H100 component, a
+    Deployment named '*'): the base it patches names the image and may mount /dev/shm."""
+    patch: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "*"}, "spec": {"template": {"spec": {
+        "containers": [{"name": "inference-server", "resources": {"limits": {"nvidia.com/gpu": 8}}}]}}}}
+    [f] = findings(patch, "gpu-shared-memory")
+    assert f.severity == Severity.INFO and "names no image" in f.message and not f.fix
+    patch["spec"]["template"]["spec"]["containers"][0]["image"] = "vllm/vllm-openai:v0.11.0"
+    [f] = findings(patch, "gpu-shared-memory")
+    assert f.severity == Severity.WARNING and f.fix
