@@ -42,7 +42,7 @@ from typing import Any
 
 from policies.cuda.environment import relevant as cuda_relevant
 from policies.podspec import PodTemplate, is_shm_mount
-from policies.signals import KAI_CONTAINER, KAI_FRACTION, KAI_MEMORY, device_env, is_cdi_annotation
+from policies.signals import KAI_CONTAINER, KAI_FRACTION, KAI_MEMORY, RUNAI_ALLOCATED, device_env, is_cdi_annotation
 
 # A generated name: apiserver's ``names.SimpleNameGenerator`` appends five characters of
 # ``utilrand.String`` (k8s.io/apimachinery ``pkg/util/rand/rand.go``, ``alphanums``) to the prefix.
@@ -59,7 +59,8 @@ def is_service_account_volume(name: str) -> bool:
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 PROJECTED_SHAPES = frozenset({"object", "template", "podspec"})
 ANNOTATION_DOMAIN = "gpuguard.io/"
-READ_ANNOTATIONS = frozenset({KAI_FRACTION, KAI_MEMORY, KAI_CONTAINER})  # KAI GPU shares (policies.signals)
+# KAI's and Run:ai's GPU shares (policies.signals).
+READ_ANNOTATIONS = frozenset({KAI_FRACTION, KAI_MEMORY, KAI_CONTAINER, *RUNAI_ALLOCATED})
 
 # Stand-ins for what was replaced.  They cannot be mistaken for user data: a template that holds
 # one of these strings itself is keyed on its whole spec instead.

@@ -180,6 +180,44 @@ def kai_share_container(spec: Mapping[str, Any], annotations: Mapping[str, Any])
     return name if isinstance(name, str) else None
 
 
+# Run:ai's scheduler (the commercial predecessor of KAI) does the same after it has allocated: it
+# schedules pods with schedulerName runai-scheduler, records what it gave them in runai-allocated-gpus,
+# runai-allocated-mig-gpus and runai-allocated-gpu-memory annotations, and its containers take
+# NVIDIA_VISIBLE_DEVICES from the ConfigMap it fills (configMapKeyRef key RUNAI-VISIBLE-DEVICES); as
+# Run:ai's own pods show them (run-ai/fake-gpu-operator@3a3f6441 design/samples/<2.9 and >=2.9
+# mig/pod/*.yaml, dumps of scheduled pods).
+RUNAI_SCHEDULER = "runai-scheduler"
+RUNAI_ALLOCATED = ("runai-allocated-gpus", "runai-allocated-mig-gpus", "runai-allocated-gpu-memory")
+RUNAI_VISIBLE_DEVICES_KEY = "RUNAI-VISIBLE-DEVICES"
+
+
+def runai_share_containers(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> frozenset[str]:
+    """The containers whose NVIDIA_VISIBLE_DEVICES Run:ai's scheduler fills with what it allocated
+    (none unless it scheduled the pod and recorded an allocation)."""
+    if spec.get("schedulerName") != RUNAI_SCHEDULER or not any(_positive(annotations.get(k)) for k in RUNAI_ALLOCATED):
+        return frozenset()
+    names = set()
+    containers = spec.get("containers")
+    for c in containers if isinstance(containers, list) else ():
+        env = c.get("env") if isinstance(c, dict) else None
+        for var in env if isinstance(env, list) else ():
+            source = var.get("valueFrom") if isinstance(var, dict) else None
+            ref = source.get("configMapKeyRef") if isinstance(source, dict) else None
+            if (isinstance(ref, dict) and isinstance(var, dict) and var.get("name") == NVIDIA_DEVICE_ENV
+                    and ref.get("key") == RUNAI_VISIBLE_DEVICES_KEY and isinstance(c.get("name"), str)):
+                names.add(c["name"])
+    return frozenset(names)
+
+
+def _positive(value: object) -> bool:
+    if not isinstance(value, str) or len(value) > 32:
+        return False
+    try:
+        return float(value) > 0
+    except ValueError:
+        return False
+
+
 def _fraction(value: object) -> bool:
     if not isinstance(value, str) or len(value) > 32:
         return False

@@ -102,6 +102,7 @@ from policies.signals import (
     is_infrastructure_image,
     kai_share_container,
     mounted_device_path,
+    runai_share_containers,
 )
 from policies.types import RelPath, Severity, Violation
 
@@ -280,9 +281,11 @@ def _requests_devices(ctx: RuleContext, c: ContainerRef) -> bool:
 
 def _violations(ctx: RuleContext) -> Iterator[Violation]:
     reach = _Reach(ctx)
-    shared = kai_share_container(ctx.pod.spec, ctx.pod.annotations) if ctx.pod.shape != "component" else None
+    component = ctx.pod.shape == "component"
+    shared = kai_share_container(ctx.pod.spec, ctx.pod.annotations) if not component else None
+    runai = runai_share_containers(ctx.pod.spec, ctx.pod.annotations) if not component else frozenset()
     for c in ctx.pod.containers:
-        share = shared is not None and c.name == shared and c.kind != "ephemeralContainer"
+        share = ((shared is not None and c.name == shared) or c.name in runai) and c.kind != "ephemeralContainer"
         with_gpus = share or _requests_devices(ctx, c)
         set_by_env = yield from _env_violations(ctx, c, with_gpus, share)
         if NVIDIA_DEVICE_ENV not in set_by_env:

@@ -40,6 +40,8 @@ CORPUS_FLOORS = {
     "holdout4": FLOORS,
     # First contact 0.67 / 0.87 / 0.83 / 0.83 / 0.85; 1.00 everywhere after its three fixed classes.
     "holdout5": FLOORS,
+    # First contact 0.75 / 0.93 / 0.92 / 0.91 / 0.92; 1.00 everywhere after its one fixed class.
+    "holdout6": FLOORS,
 }
 
 
@@ -215,6 +217,20 @@ def test_the_fifth_holdout_corpus_is_sourced_and_new() -> None:
                                       "holdout4") for p in (CORPUS / d).rglob("*.y*ml")}
     assert not _repeated(jc.HOLDOUT5, files, older)
     earlier = {r["repo"] for d in ("fresh", "holdout", "holdout2", "holdout3", "holdout4", ".") for r in _rows(CORPUS / d)}
+    assert not {r["repo"] for r in rows} & earlier
+
+
+def test_the_sixth_holdout_corpus_is_sourced_and_new() -> None:
+    """holdout6 was gathered after the fixes made on holdout5, only from repositories in no other
+    corpus, and judged as first linted."""
+    rows, files = _sourced(jc.HOLDOUT6)
+    assert len(files) >= 30 and len({r["repo"] for r in rows}) >= 10
+    assert {r["license"] for r in rows} <= {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
+    older = {p.read_bytes() for d in ("real", "gangs", "helm-templates", "fresh", "holdout", "holdout2", "holdout3",
+                                      "holdout4", "holdout5") for p in (CORPUS / d).rglob("*.y*ml")}
+    assert not _repeated(jc.HOLDOUT6, files, older)
+    earlier = {r["repo"] for d in ("fresh", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", ".")
+               for r in _rows(CORPUS / d)}
     assert not {r["repo"] for r in rows} & earlier
 
 

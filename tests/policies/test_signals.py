@@ -99,3 +99,22 @@ def test_a_gpu_share_whose_plugin_picks_the_gpu_is_no_bypass(resource: str) -> N
 
     assert bypass(pod({resource: 1024 if "mem" in resource else 1})) == []
     assert bypass(pod({"example.com/widget": 1})) != []
+
+
+def _runai_pod(scheduler: str = "runai-scheduler", allocated: str = "1", key: str = "RUNAI-VISIBLE-DEVICES") -> dict[str, Any]:
+    """A pod as Run:ai's scheduler leaves it (run-ai/fake-gpu-operator design/samples/>=2.9/mig/pod)."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "job-0-0", "namespace": "team-a", "annotations": {
+        "runai-allocated-gpus": "0", "runai-allocated-mig-gpus": allocated, "runai-allocated-gpu-memory": "0"}},
+        "spec": {"schedulerName": scheduler, "containers": [{"name": "job", "image": "gcr.io/run-ai-demo/mat-mul",
+                 "env": [{"name": "RANK", "value": "0"}, {"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {
+                     "configMapKeyRef": {"name": "job-runai-sh-gpu", "key": key}}}], "resources": {}}]}}
+
+
+def test_a_gpu_run_ai_allocated_is_no_bypass() -> None:
+    def bypass(obj: dict[str, Any]) -> list[Any]:
+        return [f for f in evaluate(obj).findings if f.rule == "gpu-device-access-bypass"]
+
+    assert bypass(_runai_pod()) == []
+    # Without Run:ai's scheduler, an allocation it recorded, or its ConfigMap key, the variable is a bypass.
+    for other in (_runai_pod(scheduler="default-scheduler"), _runai_pod(allocated="0"), _runai_pod(key="GPUS")):
+        assert [f.severity.name for f in bypass(other)] == ["ERROR"]
