@@ -218,9 +218,13 @@ class PreparedTemplate:
     pod: PodTemplate  # as extracted: findings and fixes are placed on it
     inputs: TemplateInputs | None  # None: the template cannot be judged (``problem`` says why)
     facts: ClusterFacts  # the facts it is judged against (one node's when the pod is bound to it)
-    has_facts: bool
     ignored: frozenset[str]
     problem: str = ""
+
+    @property
+    def has_facts(self) -> bool:
+        """Whether the rules that need facts can judge it (not when bound to a node the facts lack)."""
+        return not self.facts.is_empty
 
 
 @dataclass
@@ -233,6 +237,7 @@ class Prepared:
     facts: ClusterFacts
     dra_inputs: DraInputs
     kserve: KServeView
+    dra: DraView  # the cluster's DRA facts and the input's DRA objects, as both phases read them
     kind: str = ""
     name: str = ""
     namespace: str = ""
@@ -247,15 +252,18 @@ class Prepared:
     def has_facts(self) -> bool:
         return not self.facts.is_empty
 
-    def image_uses(self) -> tuple[ImageUse, ...]:
-        """Every image the rules will look up, in document order (what a face prefetches)."""
-        return tuple(u for t in self.judged for u in self.template_image_uses(t))
+    def image_uses(self, rules: Iterable[str] | None = None) -> tuple[ImageUse, ...]:
+        """Every image the rules (of ``rules``; the CUDA and device-access rules by default) will look
+        up, in document order (what a face prefetches)."""
+        return tuple(u for t in self.judged for u in self.template_image_uses(t, rules))
 
-    def template_image_uses(self, judged: PreparedTemplate) -> tuple[ImageUse, ...]:
+    def template_image_uses(self, judged: PreparedTemplate, rules: Iterable[str] | None = None) -> tuple[ImageUse, ...]:
         """The images one template's rules look up (worked out when first asked: a run without
         image facts never needs them)."""
         if judged.inputs is None:
             return ()
+        if rules is not None:
+            return image_uses(judged.inputs.pod, self.config, judged.inputs.ignored, tuple(rules))
         return _image_uses(judged.inputs, self.config, self.facts)
 
     def prepared_for(self, obj: Any, config: Config | None, facts: ClusterFacts | None) -> bool:
@@ -315,8 +323,9 @@ def prepare(
     kserve = kserve or NO_VIEW
     meta = as_dict(obj.get("metadata"))
     namespace = text(meta.get("namespace") or "", 253)
+    dra = DraView(facts.dra, dra_inputs)
     prepared = Prepared(
-        obj, config, given, facts, dra_inputs, kserve, kind=text(obj.get("kind") or "", 100),
+        obj, config, given, facts, dra_inputs, kserve, dra, kind=text(obj.get("kind") or "", 100),
         name=text(meta.get("name") or meta.get("generateName") or "", 253), namespace=namespace,
     )
     if namespace and namespace in config.exempt_namespaces:
@@ -324,8 +333,6 @@ def prepare(
         return prepared
     honoured = prepared.honoured = config.honours_ignore_annotation(namespace)
     templates = prepared.templates = extract(obj, config.workload_index, kserve=_kserve_view(kserve, facts))
-    has_facts = not facts.is_empty
-    dra = DraView(facts.dra, dra_inputs)
     about_object: ObjectInputs | None = None
     for pod in templates:
         budget.check()
@@ -340,7 +347,6 @@ def prepare(
         if about_object is None:
             about_object = object_inputs(obj, controlled_by_cluster_policy(obj))
         pod_facts = _facts_for(pod, facts)
-        judged_with_facts = has_facts and not pod_facts.is_empty
         # The input's claims and templates matter to templates with claims; its DeviceClasses to every
         # template, since one may redefine the class that serves an extended resource (policies.cuda.dra).
         dra_key = (dra.inputs.key if not dra.inputs.empty and (pod.spec.get("resourceClaims") or dra.input_classes)
@@ -348,10 +354,10 @@ def prepare(
         try:
             inputs = template_inputs(pod, about_object, ignored, dra_key)
         except TooDeep as exc:
-            prepared.judged.append(PreparedTemplate(pod, None, pod_facts, judged_with_facts, ignored,
-                                                    problem=f"the pod template is {exc}"))
+            problem = f"the pod template is {exc}"
+            prepared.judged.append(PreparedTemplate(pod, None, pod_facts, ignored, problem=problem))
             continue
-        prepared.judged.append(PreparedTemplate(pod, inputs, pod_facts, judged_with_facts, ignored))
+        prepared.judged.append(PreparedTemplate(pod, inputs, pod_facts, ignored))
     return prepared
 
 
@@ -366,20 +372,21 @@ def judge(prepared: Prepared, images: ImageFacts | None = None) -> Evaluation:
     if prepared.exempt:
         return ev
     kind, name, namespace, has_facts = prepared.kind, prepared.name, prepared.namespace, prepared.has_facts
-    dra = DraView(facts.dra, prepared.dra_inputs)
+    dra = prepared.dra
     skipped: set[str] = set()
     if not prepared.templates:
         skipped.update(_check_object(ev, obj, config, kind, name, namespace, prepared.honoured, has_facts, dra))
     for judged in prepared.judged:
         budget.check()
         pod, ignored, pod_facts = judged.pod, judged.ignored, judged.facts
-        try:
-            if judged.inputs is None:
-                raise TooDeep(judged.problem)
-            violations, pod_skipped, placeholders = _check_memoised(prepared, judged, judged.inputs, ev.images, dra)
-        except TooDeep as exc:
-            problem = judged.problem or f"the pod template is {exc}"
-            violations, pod_skipped, placeholders = ((CHECK_FAILED, _unjudged(problem)),), frozenset(), ()
+        if judged.inputs is None:
+            results = _unjudged_template(judged.problem)
+        else:
+            try:
+                results = _check_memoised(prepared, judged, judged.inputs, ev.images, dra)
+            except TooDeep as exc:
+                results = _unjudged_template(f"the pod template is {exc}")
+        violations, pod_skipped, placeholders = results
         ev.placeholders.extend(
             UnrenderedPlaceholder(pointer.join(pod.spec_pointer, p.path), p.text, p.what) for p in placeholders
         )
@@ -415,14 +422,7 @@ def images_in(
     are not GPU-related and ignore annotations count as they do there); ``rules`` narrows the rules
     whose images are listed.
     """
-    prepared = prepare(obj, config)
-    if rules is None:
-        return prepared.image_uses()
-    wanted = tuple(rules)
-    return tuple(
-        u for t in prepared.judged if t.inputs is not None
-        for u in image_uses(t.inputs.pod, prepared.config, t.inputs.ignored, wanted)
-    )
+    return prepare(obj, config).image_uses(rules)
 
 
 def kserve_view(facts: ClusterFacts, inputs: KServeView = NO_VIEW) -> KServeView:
@@ -733,6 +733,11 @@ def _object_check_failed(ev: Evaluation, config: Config, problem: str, kind: str
             namespace=namespace,
         )
     )
+
+
+def _unjudged_template(problem: str) -> RuleResults:
+    """A template's results when its rules cannot run: one gpu-check-failed finding."""
+    return ((CHECK_FAILED, _unjudged(problem)),), frozenset(), ()
 
 
 def _unjudged(problem: str) -> Violation:
