@@ -133,8 +133,7 @@ def test_readme_states_the_judged_precision(records: list[dict[str, Any]]) -> No
 def _sourced(folder: Path) -> tuple[list[dict[str, str]], set[str]]:
     """The SOURCES.tsv rows of a corpus folder and its files, checked to match one to one, each row
     with a repository and a pinned commit."""
-    with (folder / "SOURCES.tsv").open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh, delimiter="\t"))
+    rows = _rows(folder)
     files = {p.relative_to(folder).as_posix() for p in folder.rglob("*.y*ml")}
     assert {r["file"] for r in rows} == files
     assert all(len(r["commit"]) == 40 and r["repo"].count("/") == 1 for r in rows)
@@ -145,93 +144,47 @@ def _repeated(folder: Path, files: set[str], older: set[bytes]) -> list[str]:
     return [f for f in files if (folder / f).read_bytes() in older]
 
 
-def test_the_holdout_corpus_is_sourced_and_new() -> None:
-    """Every holdout file has a SOURCES.tsv row and a licence text, and none repeats a file of any
-    other corpus (fresh included): it was gathered after the fixes made on fresh."""
-    rows, files = _sourced(jc.HOLDOUT)
-    assert len(files) >= 25 and len({r["repo"] for r in rows}) >= 8
-    assert {r["license"] for r in rows} <= {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
-    licences = {p.name for p in (CORPUS / "LICENSES").iterdir()}
-    assert {"Apache-2.0.txt", "MIT-0__aws-samples__aws-do-eks.txt", "MIT__Azure__AKS.txt"} <= licences
-    older = {p.read_bytes() for d in ("real", "gangs", "helm-templates", "fresh") for p in (CORPUS / d).rglob("*.y*ml")}
-    assert not _repeated(jc.HOLDOUT, files, older)
+# The held-out corpora in the order they were gathered, each after the fixes made on the ones
+# before it: (name, at least this many files, from at least this many repositories, licence texts
+# it needs, whether its repositories must be new to every earlier corpus).  holdout and holdout2
+# could share repositories with the earlier ones; from holdout3 on, none may.
+HOLDOUTS: tuple[tuple[str, int, int, frozenset[str], bool], ...] = (
+    ("holdout", 25, 8, frozenset({"Apache-2.0.txt", "MIT-0__aws-samples__aws-do-eks.txt", "MIT__Azure__AKS.txt"}), False),
+    ("holdout2", 40, 12, frozenset({"Apache-2.0.txt", "MIT-0__aws-samples__aws-do-ray.txt"}), False),
+    ("holdout3", 40, 12, frozenset({"BSD-3-Clause__NVIDIA__deepops.txt", "MIT-0__aws-samples__awsome-inference.txt"}),
+     True),
+    ("holdout4", 35, 12, frozenset({"BSD-3-Clause__pytorch__elastic.txt",
+                                     "BSD-3-Clause__triton-inference-server__tutorials.txt"}), True),
+    ("holdout5", 35, 15, frozenset({"MIT-0__aws-samples__karpenter-blueprints.txt",
+                                     "MIT__Azure__aks-rdma-infiniband.txt"}), True),
+    ("holdout6", 30, 10, frozenset({"MIT__run-ai__fake-gpu-operator.txt", "MIT-0__aws-samples__gen-ai-on-eks.txt"}),
+     True),
+)
+PERMISSIVE = {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
 
 
-def test_the_second_holdout_corpus_is_sourced_and_new() -> None:
-    """holdout2 was gathered after the fixes made on holdout, from repositories mostly new to every
-    other corpus, and judged as first linted."""
-    rows, files = _sourced(jc.HOLDOUT2)
-    assert len(files) >= 40 and len({r["repo"] for r in rows}) >= 12
-    assert {r["license"] for r in rows} <= {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
-    licences = {p.name for p in (CORPUS / "LICENSES").iterdir()}
-    assert {"Apache-2.0.txt", "MIT-0__aws-samples__aws-do-ray.txt"} <= licences
-    older = {p.read_bytes() for d in ("real", "gangs", "helm-templates", "fresh", "holdout")
-             for p in (CORPUS / d).rglob("*.y*ml")}
-    assert not _repeated(jc.HOLDOUT2, files, older)
-
-
-def test_the_third_holdout_corpus_is_sourced_and_new() -> None:
-    """holdout3 was gathered after the fixes made on holdout2, only from repositories in no other
-    corpus, and judged as first linted."""
-    rows, files = _sourced(jc.HOLDOUT3)
-    assert len(files) >= 40 and len({r["repo"] for r in rows}) >= 12
-    assert {r["license"] for r in rows} <= {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
-    licences = {p.name for p in (CORPUS / "LICENSES").iterdir()}
-    assert {"BSD-3-Clause__NVIDIA__deepops.txt", "MIT-0__aws-samples__awsome-inference.txt"} <= licences
-    older = {p.read_bytes() for d in ("real", "gangs", "helm-templates", "fresh", "holdout", "holdout2")
-             for p in (CORPUS / d).rglob("*.y*ml")}
-    assert not _repeated(jc.HOLDOUT3, files, older)
-    earlier = {r["repo"] for d in ("fresh", "holdout", "holdout2", ".") for r in _rows(CORPUS / d)}
-    assert not {r["repo"] for r in rows} & earlier
+@pytest.mark.parametrize("index", range(len(HOLDOUTS)), ids=[h[0] for h in HOLDOUTS])
+def test_a_holdout_corpus_is_sourced_and_new(index: int) -> None:
+    """Every file of a held-out corpus has a SOURCES.tsv row and a licence text, none repeats a file
+    of any corpus gathered before it (fresh included), and from holdout3 on none of its repositories
+    is one an earlier corpus draws on: each was gathered after the fixes made on those before it."""
+    name, min_files, min_repos, needed, new_repos = HOLDOUTS[index]
+    folder = CORPUS / name
+    rows, files = _sourced(folder)
+    assert len(files) >= min_files and len({r["repo"] for r in rows}) >= min_repos
+    assert {r["license"] for r in rows} <= PERMISSIVE
+    assert needed <= {p.name for p in (CORPUS / "LICENSES").iterdir()}
+    before = ["fresh", *(h[0] for h in HOLDOUTS[:index])]
+    older = {p.read_bytes() for d in ("real", "gangs", "helm-templates", *before) for p in (CORPUS / d).rglob("*.y*ml")}
+    assert not _repeated(folder, files, older)
+    if new_repos:
+        earlier = {r["repo"] for d in (*before, ".") for r in _rows(CORPUS / d)}
+        assert not {r["repo"] for r in rows} & earlier
 
 
 def _rows(folder: Path) -> list[dict[str, str]]:
     with (folder / "SOURCES.tsv").open(newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh, delimiter="\t"))
-
-
-def test_the_fourth_holdout_corpus_is_sourced_and_new() -> None:
-    """holdout4 was gathered after the fixes made on holdout3, only from repositories in no other
-    corpus, and judged as first linted."""
-    rows, files = _sourced(jc.HOLDOUT4)
-    assert len(files) >= 35 and len({r["repo"] for r in rows}) >= 12
-    assert {r["license"] for r in rows} <= {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
-    licences = {p.name for p in (CORPUS / "LICENSES").iterdir()}
-    assert {"BSD-3-Clause__pytorch__elastic.txt", "BSD-3-Clause__triton-inference-server__tutorials.txt"} <= licences
-    older = {p.read_bytes() for d in ("real", "gangs", "helm-templates", "fresh", "holdout", "holdout2", "holdout3")
-             for p in (CORPUS / d).rglob("*.y*ml")}
-    assert not _repeated(jc.HOLDOUT4, files, older)
-    earlier = {r["repo"] for d in ("fresh", "holdout", "holdout2", "holdout3", ".") for r in _rows(CORPUS / d)}
-    assert not {r["repo"] for r in rows} & earlier
-
-
-def test_the_fifth_holdout_corpus_is_sourced_and_new() -> None:
-    """holdout5 was gathered after the fixes made on holdout3 (holdout4 needed none), only from
-    repositories in no other corpus, and judged as first linted."""
-    rows, files = _sourced(jc.HOLDOUT5)
-    assert len(files) >= 35 and len({r["repo"] for r in rows}) >= 15
-    assert {r["license"] for r in rows} <= {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
-    licences = {p.name for p in (CORPUS / "LICENSES").iterdir()}
-    assert {"MIT-0__aws-samples__karpenter-blueprints.txt", "MIT__Azure__aks-rdma-infiniband.txt"} <= licences
-    older = {p.read_bytes() for d in ("real", "gangs", "helm-templates", "fresh", "holdout", "holdout2", "holdout3",
-                                      "holdout4") for p in (CORPUS / d).rglob("*.y*ml")}
-    assert not _repeated(jc.HOLDOUT5, files, older)
-    earlier = {r["repo"] for d in ("fresh", "holdout", "holdout2", "holdout3", "holdout4", ".") for r in _rows(CORPUS / d)}
-    assert not {r["repo"] for r in rows} & earlier
-
-
-def test_the_sixth_holdout_corpus_is_sourced_and_new() -> None:
-    """holdout6 was gathered after the fixes made on holdout5, only from repositories in no other
-    corpus, and judged as first linted."""
-    rows, files = _sourced(jc.HOLDOUT6)
-    assert len(files) >= 30 and len({r["repo"] for r in rows}) >= 10
-    assert {r["license"] for r in rows} <= {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
-    older = {p.read_bytes() for d in ("real", "gangs", "helm-templates", "fresh", "holdout", "holdout2", "holdout3",
-                                      "holdout4", "holdout5") for p in (CORPUS / d).rglob("*.y*ml")}
-    assert not _repeated(jc.HOLDOUT6, files, older)
-    earlier = {r["repo"] for d in ("fresh", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", ".")
-               for r in _rows(CORPUS / d)}
-    assert not {r["repo"] for r in rows} & earlier
 
 
 def test_the_fresh_corpus_is_sourced_and_new() -> None:
