@@ -157,27 +157,29 @@ class AdmissionEndpoint:
 
     async def _image_view(
         self, req: admission.AdmissionRequest, config: Config, facts: ClusterFacts
-    ) -> tuple[ResolvedImages, Prepared] | None:
-        """Registry facts for the review's GPU images, waiting at most the review budget, and the
-        object as the engine prepared it to find them (``judge`` goes on from there)."""
+    ) -> tuple[ResolvedImages | None, Prepared | None]:
+        """Registry facts for the review's GPU images (None: none to look up), waiting at most the
+        review budget, and the object as the engine prepared it to find them (``judge`` goes on from
+        there, so a review whose images need no lookup is not prepared twice)."""
         if self.images is None or req.obj is None or admission.unchecked_reason(req) is not None:
-            return None
+            return None, None
         if self.mutating and (not config.mutate or req.operation != "CREATE"):
-            return None
+            return None, None
         from gpuguard.registry.facts import gpu_node_arches, pairs_of
 
+        prepared = None
         try:
             # The engine's first phase: its gates, once; a controller's replicas share what it memoises.
             prepared = prepare(req.obj, config, facts)
             pairs, quiet = pairs_of(prepared.image_uses(), gpu_node_arches(facts, config))
             if not pairs:
-                return None
+                return None, prepared
             view = await self.images.prepare(tuple(pairs))
             view.quiet = quiet
             return view, prepared
         except Exception:  # lookups are advisory: a fault here must not fail the review
             log.exception("%s: image lookups failed for uid=%s", self.endpoint, req.uid)
-            return None
+            return None, None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -220,11 +222,9 @@ class AdmissionEndpoint:
             return
         config = self.config_source.current()
         facts = self.facts.current()
-        looked_up = await self._image_view(req, config, facts)
+        view, prepared = await self._image_view(req, config, facts)
         evaluator = self.evaluator
-        view = None
-        if looked_up is not None:
-            view, prepared = looked_up
+        if prepared is not None:
             evaluator = functools.partial(cast(Any, self.evaluator), images=view, prepared=prepared)
         decide, mutating = self.decide, self.mutating
         try:
