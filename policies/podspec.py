@@ -409,7 +409,8 @@ def _containers_of(spec: dict[str, Any]) -> list[ContainerRef]:
     return refs
 
 
-def _node_at(obj: Any, path: tuple[Segment, ...]) -> Any:
+def node_at(obj: Any, path: tuple[Segment, ...]) -> Any:
+    """The value at ``path`` in ``obj`` (dict keys, list indices), or None where it is not there."""
     for segment in path:
         if isinstance(obj, dict):
             obj = obj.get(segment)  # type: ignore[call-overload]
@@ -646,12 +647,12 @@ def extract(
                         metadata=as_dict(node.get("metadata")),
                         metadata_pointer=at + "/metadata",
                         containers=tuple(_containers_of(spec)),
-                        shm_provided=_ray_shm(_node_at(obj, path[:-1])) if loc.ray_shm else (),
+                        shm_provided=_ray_shm(node_at(obj, path[:-1])) if loc.ray_shm else (),
                         owner_supplied=trainer_containers(obj, spec) if loc.trainer_runtime else (),
                     )
                 )
             elif loc.shape == "argo":
-                template = _argo_template(node, _node_at(obj, path[:-2]), at, pointer.join(_base, path[:-2]))
+                template = _argo_template(node, node_at(obj, path[:-2]), at, pointer.join(_base, path[:-2]))
                 if template is not None:
                     found.append(template)
             elif loc.shape == "podspec":

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from policies.digest import DERIVED, MAX_DEPTH, TooDeep
-from policies.podspec import ContainerRef, PodTemplate
+from policies.podspec import ContainerRef, PodTemplate, node_at
 from policies.rule_inputs import annotations_read, spec_read
 from policies.shapes import as_dict
 
@@ -71,18 +71,6 @@ class TemplateInputs:
         return self is other or (self.key is not None and self.key == other.key)
 
 
-def _node_at(spec: Any, path: tuple[Any, ...]) -> Any:
-    node = spec
-    for segment in path:
-        if isinstance(node, dict):
-            node = node.get(segment)
-        elif isinstance(node, list) and isinstance(segment, int) and 0 <= segment < len(node):
-            node = node[segment]
-        else:
-            return None
-    return node
-
-
 def project(pod: PodTemplate) -> tuple[PodTemplate, tuple[dict[str, Any], ...]]:
     """The template as rules see it, and the containers kept whole because they are not found at
     their path in the spec (their mapping is then part of the key by itself)."""
@@ -91,12 +79,12 @@ def project(pod: PodTemplate) -> tuple[PodTemplate, tuple[dict[str, Any], ...]]:
     metadata: dict[str, Any] = {"annotations": annotations_read(annotations)} if annotations is not None else {}
     if spec is pod.spec:
         containers = pod.containers
-        loose = tuple(c.container for c in containers if _node_at(pod.spec, c.path) is not c.container)
+        loose = tuple(c.container for c in containers if node_at(pod.spec, c.path) is not c.container)
     else:
         refs = []
         kept: list[dict[str, Any]] = []
         for c in pod.containers:
-            mapping = _node_at(spec, c.path) if _node_at(pod.spec, c.path) is c.container else None
+            mapping = node_at(spec, c.path) if node_at(pod.spec, c.path) is c.container else None
             if not isinstance(mapping, dict):
                 mapping = c.container
                 kept.append(mapping)
