@@ -1,8 +1,11 @@
-"""The pre-commit hook, run by the real `pre-commit try-repo` against a throwaway git repository.
+"""The pre-commit hook, run by the real `pre-commit run` against throwaway git repositories whose
+`.pre-commit-config.yaml` names this project, as a user's does.
 
 The project is copied (tracked and untracked-but-not-ignored files) into a temporary git
 repository, so the hook is tested as it stands in the working tree.  pre-commit installs it into
-a fresh virtualenv from PyPI, which takes a while; the environment is shared by both runs.
+a fresh virtualenv from PyPI, which takes a while: the copy and PRE_COMMIT_HOME are made once per
+test run and shared by every worker (pre-commit keys its environments on repository and rev, so the
+hook is installed once; `try-repo` would clone and install it again for every run).
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,10 +41,24 @@ def _git(cwd: Path, *args: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
-    """(copy of this project as a git repository, PRE_COMMIT_HOME)."""
-    base = tmp_path_factory.mktemp("precommit")
-    project = base / "project"
+def hook_repo(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> tuple[Path, Path]:
+    """(copy of this project as a git repository, PRE_COMMIT_HOME), shared by the workers of a run."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        root = root.parent  # the run's directory every xdist worker's basetemp is in
+    base = root / "precommit-shared"
+    project, home = base / "project", base / "pre-commit-home"
+    with FileLock(str(root / "precommit-shared.lock")):
+        if not (project / ".git").is_dir():
+            _snapshot(base / "project.partial")
+            (base / "project.partial").rename(project)
+    return project, home
+
+
+def _snapshot(project: Path) -> None:
+    shutil.rmtree(project, ignore_errors=True)
     listed = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
         cwd=ROOT, check=True, capture_output=True,
@@ -56,13 +72,32 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     _git(project, "init", "-q")
     _git(project, "add", "-A")
     _git(project, "commit", "-q", "-m", "snapshot")
-    yield project, base / "pre-commit-home"
+
+
+def _run_hook(hook_repo: tuple[Path, Path], repo: Path, extra_path: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`pre-commit run --all-files` in ``repo`` (a git repository), configured for this project's hook."""
+    from filelock import FileLock
+
+    project, home = hook_repo
+    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    config = {"repos": [{"repo": str(project), "rev": rev, "hooks": [{"id": "gpuguard"}]}]}
+    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
+    _git(repo, "add", "-A")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1"}
+    if extra_path is not None:
+        env["PATH"] = os.pathsep.join([str(extra_path), os.environ["PATH"]])
+    command = [str(PRE_COMMIT), "run", "--all-files", "--color", "never"]
+    # The first run of a test run installs the hook's environment; the others wait for it and reuse it.
+    with FileLock(str(home.parent / "install.lock")):
+        subprocess.run([str(PRE_COMMIT), "install-hooks"], cwd=repo, env=env, check=True, capture_output=True,
+                       timeout=900)
+    return subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=900)
 
 
 def _try_repo(
     hook_repo: tuple[Path, Path], manifest: Path, tmp_path: Path, copies: int = 1
 ) -> subprocess.CompletedProcess[str]:
-    project, home = hook_repo
     repo = tmp_path / "manifests"
     repo.mkdir()
     shutil.copyfile(manifest, repo / "gpu-pod.yaml")
@@ -70,31 +105,18 @@ def _try_repo(
         shutil.copyfile(manifest, repo / f"gpu-pod-{i}.yaml")
     (repo / "README.md").write_text("not YAML, not checked\n")
     _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1"}
-    return subprocess.run(
-        [str(PRE_COMMIT), "try-repo", str(project), "gpuguard", "--all-files", "--color", "never"],
-        cwd=repo, env=env, capture_output=True, text=True, timeout=900,
-    )
+    return _run_hook(hook_repo, repo)
 
 
 def test_a_chart_is_rendered_not_read_raw(hook_repo: tuple[Path, Path], tmp_path: Path) -> None:
     """Issue: the hook failed on any repository with a chart (its templates are no YAML)."""
     from tests.support.tools import tool
 
-    project, home = hook_repo
     repo = tmp_path / "charts-repo"
     chart = repo / "charts" / "gpuapp"
     shutil.copytree(FIXTURES / "helm" / "gpuapp", chart)
     _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    helm = tool("helm")
-    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1",
-           "PATH": os.pathsep.join([str(helm.parent), os.environ["PATH"]])}
-    proc = subprocess.run(
-        [str(PRE_COMMIT), "try-repo", str(project), "gpuguard", "--all-files", "--color", "never"],
-        cwd=repo, env=env, capture_output=True, text=True, timeout=900,
-    )
+    proc = _run_hook(hook_repo, repo, extra_path=tool("helm").parent)
     out = proc.stdout + proc.stderr
     assert "unrendered" not in out and "input error:" not in out, out
     findings = re.findall(r"^charts/gpuapp/templates/\S+:\d+:\d+ .*$", out, re.MULTILINE)
