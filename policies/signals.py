@@ -330,6 +330,10 @@ INFRASTRUCTURE_IMAGE_PATHS: tuple[str, ...] = (
     # GPU Feature Discovery before it moved into k8s-device-plugin's image (NVIDIA/gpu-feature-discovery@47a1ea68
     # deployments/static: nvcr.io/nvidia/gpu-feature-discovery).
     "nvidia/gpu-feature-discovery",
+    # NVIDIA's GPUd node daemon, "actively monitoring GPUs" (leptonai/gpud@4a8de33a README.md; its chart's
+    # image, deployments/helm/gpud/values.yaml: nvcr.io/nvidia/lepton/gpud): a privileged DaemonSet that
+    # reads every GPU of its node, as DCGM exporter does.
+    "nvidia/lepton/gpud",
     # The AMD GPU Operator's operand images (ROCm/gpu-operator@6df13c17 helm-charts-k8s/values.yaml:
     # the operator, its utils, device plugin and node labeller, metrics exporter, test runner,
     # device config manager and DRA driver).

@@ -513,6 +513,7 @@ def synthesized(workload: Workload, gpu: bool) -> list[dict[str, Any]]:
     return objects
 
 
+@pytest.mark.slow  # a sweep over every location of every kind, through the CEL interpreter
 @pytest.mark.parametrize(
     ("workload", "index"),
     [(w, i) for w in WORKLOADS for i in range(len(w.locations))],

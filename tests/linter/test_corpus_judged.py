@@ -43,8 +43,9 @@ CORPUS_FLOORS = {
     # First contact 0.75 / 0.93 / 0.92 / 0.91 / 0.92; 1.00 everywhere after its one fixed class.
     "holdout6": FLOORS,
     # First contact 0.14 / 0.60 / 0.61 / 0.61 / 0.56: three classes (unread envFrom sources, NVIDIA's
-    # gpud health daemon taken for a bypass, a pause container's /dev/shm); the floors are those values.
-    "holdout7": {"none": 0.14, "sample": 0.60, "eks": 0.61, "gke": 0.61, "onprem-mig": 0.55},
+    # gpud health daemon taken for a bypass, a pause container's /dev/shm); after the last two fixed,
+    # 0.20 / 0.71 / 0.73 / 0.73 / 0.67, the floors.
+    "holdout7": {"none": 0.20, "sample": 0.70, "eks": 0.73, "gke": 0.73, "onprem-mig": 0.66},
 }
 
 

@@ -317,6 +317,7 @@ def _cases(draw: st.DrawFn) -> tuple[str, list[PatchOp], int | None]:
     return text, ops, bound
 
 
+@pytest.mark.slow  # a property test
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_cases())
 def test_any_layout_gets_exactly_the_patch_and_keeps_its_lines(case: tuple[str, list[PatchOp], int | None]) -> None:

@@ -74,6 +74,8 @@ def test_unrelated_signals_are_not_gpu_related() -> None:
     ("rocm/k8s-device-plugin:labeller-latest", True),
     ("rocm/device-metrics-exporter:v1.3.0", True),
     ("nvcr.io/nvidia/gpu-feature-discovery:v0.8.2", True),  # standalone GFD, before it joined the device plugin
+    ("nvcr.io/nvidia/lepton/gpud:latest", True),  # NVIDIA's GPUd health daemon (leptonai/gpud's chart)
+    ("nvcr.io/nvidia/lepton/gpud-worker:1", False),
     ("rocm/pytorch:latest", False),  # a workload image of the same organisation
     ("docker.io/someone/rocm/test-runner-fork:1", False),
     ("nvcr.io/nvidia/pytorch:24.05-py3", False),

@@ -146,7 +146,10 @@ def siblings(doc: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
         yield what, copied
 
 
-@pytest.mark.parametrize("name", list(GROUPS))
+# The corpus and generated sweeps are slow (seconds each): the full suite runs them, the quick one the rules'.
+@pytest.mark.parametrize("name", [
+    n if n.startswith("rules/") else pytest.param(n, marks=pytest.mark.slow) for n in GROUPS
+])
 def test_warm_shared_facts_judge_as_fresh_ones(name: str) -> None:
     group = GROUPS[name]
     docs = group.documents

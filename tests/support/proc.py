@@ -3,21 +3,32 @@ limits, and dropped root capabilities, so that tests can exercise real resource 
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import resource
 import subprocess
 import sys
-import threading
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from tests.support.paths import ROOT
 
 GPUGUARD = [sys.executable, "-m", "gpuguard.cli"]
+
+# The wrapper runs the command as its own child, so RUSAGE_CHILDREN is exactly that command's tree.  A
+# child forked straight from the test process would not do: its peak RSS counts the pages it shares
+# with that process between fork and exec (the kernel keeps the high-water mark across execve).  The
+# wrapper starts without site (-S): it needs only the standard library.
+_WRAPPER = r"""
+import resource, subprocess, sys
+out, cmd = sys.argv[1], sys.argv[2:]
+code = subprocess.run(cmd).returncode
+with open(out, "w") as fh:
+    fh.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(code)
+"""
 
 # linux/capability.h and linux/prctl.h
 CAP_DAC_OVERRIDE = 1
@@ -61,62 +72,21 @@ def run(
     timeout: float = 300,
     shell: bool = False,
 ) -> Run:
-    """Run ``argv`` (a bash script when ``shell``) with the given limits; measure its peak RSS.
-
-    The child is reaped with ``wait4``, whose resource usage is that child's and its own reaped
-    descendants': the peak of exactly this command's tree, with no wrapper interpreter around it."""
+    """Run ``argv`` (a bash script when ``shell``) with the given limits; measure its peak RSS."""
     command = ["bash", "-c", argv[0], *argv[1:]] if shell else list(argv)
-    proc = subprocess.Popen(
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        preexec_fn=_limits(address_space, file_size, drop_dac),
-        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
-    )
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    out: list[bytes] = []
-    err: list[bytes] = []
-    pumps = [
-        threading.Thread(target=_feed, args=(proc.stdin, stdin or b"")),
-        threading.Thread(target=_drain, args=(proc.stdout, out)),
-        threading.Thread(target=_drain, args=(proc.stderr, err)),
-    ]
-    for pump in pumps:
-        pump.start()
-    expired = threading.Event()
-
-    def expire() -> None:
-        expired.set()
-        proc.kill()
-
-    killer = threading.Timer(timeout, expire)
-    killer.start()
-    try:
-        _, status, usage = os.wait4(proc.pid, 0)
-    finally:
-        killer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
-    for pump in pumps:
-        pump.join()
-    if expired.is_set():
-        raise subprocess.TimeoutExpired(command, timeout)
-    return Run(proc.returncode, b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"),
-               usage.ru_maxrss * 1024)
-
-
-def _feed(pipe: IO[bytes], data: bytes) -> None:
-    with contextlib.suppress(BrokenPipeError):  # the command may exit without reading all of it
-        try:
-            pipe.write(data)
-        finally:
-            pipe.close()
-
-
-def _drain(pipe: IO[bytes], into: list[bytes]) -> None:
-    with pipe:
-        into.extend(iter(lambda: pipe.read(65536), b""))
+    with tempfile.NamedTemporaryFile("r", prefix="gpuguard-rss-") as peak:
+        proc = subprocess.run(
+            [sys.executable, "-S", "-c", _WRAPPER, peak.name, *command],
+            input=stdin,
+            capture_output=True,
+            cwd=cwd,
+            timeout=timeout,
+            preexec_fn=_limits(address_space, file_size, drop_dac),
+            env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        )
+        text = Path(peak.name).read_text()
+    return Run(proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"),
+               int(text or 0) * 1024)
 
 
 def gpuguard(*args: str, **kwargs: object) -> Run:

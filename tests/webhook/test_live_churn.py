@@ -310,6 +310,7 @@ def assert_same(cluster: Cluster) -> None:
         assert got == want, f"probe {got[0]}: incremental\n{got}\nfresh\n{want}"
 
 
+@pytest.mark.slow  # a property test
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(EVENTS, min_size=1, max_size=40))
 def test_incremental_snapshots_judge_as_fresh_facts(events: list[tuple[Any, ...]]) -> None:

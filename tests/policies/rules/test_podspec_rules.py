@@ -414,6 +414,11 @@ def test_a_host_path_at_dev_shm_is_judged_by_what_it_mounts(host_path: str, seve
         ("ghcr.io/nvidia/k8s-samples:nvbandwidth-v0.7-8d103163", ["/usr/sbin/sshd", "-De"], Severity.INFO),
         ("nvcr.io/nvidia/k8s/cuda-sample:nbody-cuda12.5.0-ubuntu22.04", ["nbody", "-benchmark"], Severity.INFO),
         ("ghcr.io/nvidia/k8s-samples:nvbandwidth-v0.7-8d103163", ["mpirun", "nvbandwidth"], Severity.WARNING),
+        # Kubernetes' pause image: one static binary that waits for signals (a Kata genpolicy test pod).
+        ("registry.k8s.io/pause:3.6@sha256:3d380ca8864549e74af4b29c10f9cb0956236dfb01c40ca076fb6c37253234db", [],
+         Severity.INFO),
+        ("k8s.gcr.io/pause:3.2", [], Severity.INFO),
+        ("registry.example.com/pause:3.9", [], Severity.WARNING),  # a private image of that name may be anything
         # Not a plain base image: NGC PyTorch has NCCL; a private copy of ubuntu is not Docker's.
         ("nvcr.io/nvidia/pytorch:24.05-py3", ["sleep", "3600"], Severity.WARNING),
         ("registry.example.com/library/ubuntu:22.04", ["sleep", "3600"], Severity.WARNING),
