@@ -13,7 +13,7 @@ import stat
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from gpuguard.sources.yamlsafe import InputError
 
@@ -128,6 +128,7 @@ def _fix(
     images: ImageFacts | None,
     dra_inputs: DraInputs | None = None,
     kserve: KServeView | None = None,
+    env_objects: list[dict[str, Any]] | None = None,
 ) -> tuple[str | None, FileResult]:
     """(fixed text, its lint result), or (None, original result) when nothing was fixed."""
     from gpuguard.sources.yamlsafe import InputError
@@ -142,7 +143,8 @@ def _fix(
         return None, result
     if new_text is None:
         return None, result
-    after = lint_text(new_text, item.name, config, facts, images, fixes=True, dra_inputs=dra_inputs, kserve=kserve)
+    after = lint_text(new_text, item.name, config, facts, images, fixes=True, dra_inputs=dra_inputs, kserve=kserve,
+                      env_objects=env_objects)
     leftover = after.patches()
     # Input errors the file had already (an unrendered placeholder, a misshapen object elsewhere)
     # are reported either way; only errors the fixes would bring in stop them.
@@ -167,6 +169,7 @@ class _Run:
     images: ImageFacts | None = None
     dra_inputs: DraInputs | None = None  # the DRA objects of every input (gpuguard.sources.dra_inputs)
     kserve: KServeView | None = None  # the KServe objects of every input (gpuguard.sources.kserve_inputs)
+    env_objects: list[dict[str, Any]] | None = None  # its ConfigMaps and Secrets (gpuguard.sources.env_inputs)
     stdin_fixed: list[str] = field(default_factory=list)
     diff: list[str] = field(default_factory=list)
 
@@ -178,6 +181,7 @@ class _Run:
         result = lint_text(
             source.text, item.name, self.config, self.facts, self.images,
             fixes=fixing, excerpts=args.format == "text", dra_inputs=self.dra_inputs, kserve=self.kserve,
+            env_objects=self.env_objects,
         )
         if fixing:
             result = self._fix(item, source, result)
@@ -191,7 +195,7 @@ class _Run:
         from linter.writeback import write_fixed
 
         new_text, after = _fix(item, source.text, result, self.config, self.facts, self.images, self.dra_inputs,
-                               self.kserve)
+                               self.kserve, self.env_objects)
         if self.args.diff:
             if new_text is not None:
                 old, new = source.text.splitlines(keepends=True), new_text.splitlines(keepends=True)
@@ -273,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
     report.scaling_pools = [f"{pool.pool.origin} {pool.name!r}" for pool in seen.pools if pool.pool is not None]
     report.node_problems = cluster_notes(facts, config)
     state = _Run(args, config, facts, report)
-    state.dra_inputs, state.kserve = _run_inputs(inputs)
+    state.dra_inputs, state.kserve, state.env_objects = _run_inputs(inputs)
     stamped = bool(args.fix)
     if registry is not None:
         # Every image is looked up before any object is evaluated, so every text is read first.
@@ -376,17 +380,20 @@ def _write_sarif(report: Report, path: str) -> None:
         raise
 
 
-def _run_inputs(inputs: list[Input]) -> tuple[DraInputs, KServeView]:
+def _run_inputs(inputs: list[Input]) -> tuple[DraInputs, KServeView, list[dict[str, Any]]]:
     """The DeviceClasses, claims and claim templates of every regular file of the run, for a pod's
-    claims to resolve to, and its ServingRuntimes and LLMInferenceServiceConfigs, for KServe's
-    templates to merge over; unreadable files are reported later.  Pipes, FIFOs, /dev/stdin and other
+    claims to resolve to, its ServingRuntimes and LLMInferenceServiceConfigs, for KServe's
+    templates to merge over, and its ConfigMaps and Secrets, which envFrom reads; unreadable files
+    are reported later.  Pipes, FIFOs, /dev/stdin and other
     streams can be read only once, so their own objects are added when they are linted, for their
     own pods only."""
     from gpuguard.sources.dra_inputs import DraCollector
+    from gpuguard.sources.env_inputs import EnvCollector
     from gpuguard.sources.kserve_inputs import KServeCollector
 
     collector = DraCollector()
     served = KServeCollector()
+    env = EnvCollector()
     for item in inputs:
         if item.path is None:
             continue
@@ -399,9 +406,10 @@ def _run_inputs(inputs: list[Input]) -> tuple[DraInputs, KServeView]:
             text = item.read()
             collector.add(text, item.name)
             served.add(text, item.name)
+            env.add(text, item.name)
         except (InputError, RecursionError):
             continue
-    return collector.inputs(), served.view()
+    return collector.inputs(), served.view(), env.objects
 
 
 def _read(item: Input, stamped: bool, report: Report) -> Source | None:

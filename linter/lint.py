@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuguard.sources import kserve_inputs
+from gpuguard.sources import env_inputs, kserve_inputs
 from gpuguard.sources.dra_inputs import with_file
 from gpuguard.sources.layout import Layout, LineCursor, Segment
 from gpuguard.sources.yamlsafe import InputError
@@ -20,6 +20,7 @@ from policies import pointer
 from policies.config import Config
 from policies.dra.facts import NO_INPUTS, DraInputs
 from policies.engine import UnrenderedPlaceholder, evaluate
+from policies.env_sources import EnvSources
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts
 from policies.kserve import NO_VIEW, KServeView
@@ -164,11 +165,13 @@ class _Checker:
     fixes: bool
     dra_inputs: DraInputs = NO_INPUTS
     kserve: KServeView = NO_VIEW
+    env_sources: EnvSources | None = None
 
     def check(self, sink: _Sink, unit: Unit, prefix: str, obj: dict[str, Any], relative: bool) -> None:
         """Evaluate one object; ``relative``: its pointers are located in ``unit`` without ``prefix``."""
         try:
-            ev = evaluate(obj, self.config, self.facts, self.images, dra_inputs=self.dra_inputs, kserve=self.kserve)
+            ev = evaluate(obj, self.config, self.facts, self.images, dra_inputs=self.dra_inputs, kserve=self.kserve,
+                          env_sources=self.env_sources)
             ops = [_rebase_op(op, prefix) for op in ev.patch()] if self.fixes else []
         except Exception as exc:  # an engine fault must not hide the other inputs' results
             meta = obj.get("metadata")
@@ -221,14 +224,17 @@ def lint_text(
     excerpts: bool = True,
     dra_inputs: DraInputs | None = None,
     kserve: KServeView | None = None,
+    env_objects: list[dict[str, Any]] | None = None,
 ) -> FileResult:
     """Findings and input errors of one input; ``fixes``: also collect each document's fix ops;
     ``excerpts``: keep the source line of every finding (for text output); ``dra_inputs`` and
     ``kserve``: the DRA and KServe objects of the other inputs of the run (this text's own are added,
-    nearest)."""
+    nearest); ``env_objects``: the run's ConfigMaps and Secrets, which envFrom reads (this text's own
+    are added: a run of manifests always knows its own)."""
     result = FileResult(file=file)
     checker = _Checker(file, config, facts, images, fixes, with_file(dra_inputs or NO_INPUTS, text, file),
-                       kserve_inputs.with_file(kserve or NO_VIEW, text, file))
+                       kserve_inputs.with_file(kserve or NO_VIEW, text, file),
+                       env_inputs.with_file(env_objects or [], text, file))
     layout = Layout(text)
     streamed = _Sink()  # the items of a large List, until its end says whether it is a List
     in_list = False

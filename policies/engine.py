@@ -14,6 +14,7 @@ from policies.digest import TooDeep
 from policies.dra.facts import NO_INPUTS, DraInputs, DraView
 from policies.dra.reading import is_dra
 from policies.effective_facts import effective_facts
+from policies.env_sources import EnvSources
 from policies.facts import ClusterFacts
 from policies.image_uses import ImageUse, image_uses
 from policies.images import ImageFacts, NoImageFacts, lookup_archs, lookup_key
@@ -99,6 +100,7 @@ class Evaluation:
     images: ImageFacts = field(default_factory=NoImageFacts)
     dra_inputs: DraInputs = NO_INPUTS
     kserve: KServeView = NO_VIEW  # the input's KServe objects (policies.kserve), nearest first
+    env_sources: EnvSources | None = None  # the run's ConfigMaps and Secrets (policies.env_sources)
 
     def blocking(self) -> list[Finding]:
         return [f for f in self.findings if f.severity is Severity.ERROR]
@@ -122,7 +124,7 @@ class Evaluation:
         doc = apply_patch(self.obj, ops)
         for _ in range(MAX_FIX_ROUNDS - 1):
             again = evaluate(doc, self.config, self.facts, self.images, dra_inputs=self.dra_inputs,
-                             kserve=self.kserve)
+                             kserve=self.kserve, env_sources=self.env_sources)
             more = combine(doc, fixes(again.findings))
             if not more:
                 break
@@ -238,6 +240,7 @@ class Prepared:
     dra_inputs: DraInputs
     kserve: KServeView
     dra: DraView  # the cluster's DRA facts and the input's DRA objects, as both phases read them
+    env_sources: EnvSources | None = None
     kind: str = ""
     name: str = ""
     namespace: str = ""
@@ -278,6 +281,7 @@ def evaluate(
     *,
     dra_inputs: DraInputs | None = None,
     kserve: KServeView | None = None,
+    env_sources: EnvSources | None = None,
     prepared: Prepared | None = None,
 ) -> Evaluation:
     """Judge ``obj``: ``judge(prepare(obj, …), images)``; never raises on any input (see gpu-check-failed).
@@ -286,12 +290,14 @@ def evaluate(
     comes from (policies.dra.facts), which a pod's claims resolve to before the cluster's.
     ``kserve``: the ServingRuntimes, ClusterServingRuntimes and LLMInferenceServiceConfigs of that
     input (policies.kserve), which KServe's templates merge over before the cluster's.
+    ``env_sources``: the ConfigMaps and Secrets of the run ``obj`` comes from (policies.env_sources),
+    which its containers' envFrom read; None where no run is known (an admission review).
     ``prepared``: ``prepare``'s result for this very ``obj``, config and facts (a face that looked its
     images up first); ignored for any other object.
     """
     try:
         if prepared is None or not prepared.prepared_for(obj, config, facts):
-            prepared = prepare(obj, config, facts, dra_inputs=dra_inputs, kserve=kserve)
+            prepared = prepare(obj, config, facts, dra_inputs=dra_inputs, kserve=kserve, env_sources=env_sources)
         return judge(prepared, images)
     except Exception as exc:  # a defect outside the rules: the object is still not passed unjudged
         config = config or Config()
@@ -312,6 +318,7 @@ def prepare(
     *,
     dra_inputs: DraInputs | None = None,
     kserve: KServeView | None = None,
+    env_sources: EnvSources | None = None,
 ) -> Prepared:
     """Phase one: the engine's gates, once — exemption, extraction, GPU relevance, ignore
     annotations, the facts each template is judged against — and each judged template's
@@ -325,7 +332,7 @@ def prepare(
     namespace = text(meta.get("namespace") or "", 253)
     dra = DraView(facts.dra, dra_inputs)
     prepared = Prepared(
-        obj, config, given, facts, dra_inputs, kserve, dra, kind=text(obj.get("kind") or "", 100),
+        obj, config, given, facts, dra_inputs, kserve, dra, env_sources, kind=text(obj.get("kind") or "", 100),
         name=text(meta.get("name") or meta.get("generateName") or "", 253), namespace=namespace,
     )
     if namespace and namespace in config.exempt_namespaces:
@@ -352,7 +359,7 @@ def prepare(
         dra_key = (dra.inputs.key if not dra.inputs.empty and (pod.spec.get("resourceClaims") or dra.input_classes)
                    else b"")
         try:
-            inputs = template_inputs(pod, about_object, ignored, dra_key)
+            inputs = template_inputs(pod, about_object, ignored, dra_key, env_sources)
         except TooDeep as exc:
             problem = f"the pod template is {exc}"
             prepared.judged.append(PreparedTemplate(pod, None, pod_facts, ignored, problem=problem))
@@ -367,7 +374,8 @@ def judge(prepared: Prepared, images: ImageFacts | None = None) -> Evaluation:
     their ``TemplateInputs`` (policies.template_inputs.inputs_key) and what ``images`` says."""
     obj, config, facts = prepared.obj, prepared.config, prepared.facts
     ev = Evaluation(obj=obj, config=config, facts=facts, images=images or NoImageFacts(),
-                    dra_inputs=prepared.dra_inputs, kserve=prepared.kserve, exempt=prepared.exempt,
+                    dra_inputs=prepared.dra_inputs, kserve=prepared.kserve, env_sources=prepared.env_sources,
+                    exempt=prepared.exempt,
                     gpu_related=prepared.gpu_related, ignore_uses=list(prepared.ignore_uses))
     if prepared.exempt:
         return ev

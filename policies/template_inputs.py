@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from policies.digest import DERIVED, MAX_DEPTH, TooDeep
+from policies.env_sources import EnvSources, SourceState, container_sources
 from policies.podspec import ContainerRef, PodTemplate, node_at
 from policies.rule_inputs import annotations_read, spec_read
 from policies.shapes import as_dict
@@ -60,7 +61,19 @@ class TemplateInputs:
     dra_inputs: bytes = b""
     # Containers that are not the spec's mapping at their path, kept whole (none in any known shape).
     loose_containers: tuple[dict[str, Any], ...] = ()
+    # Each container with envFrom: (its path, what each entry is in the run's ConfigMaps and Secrets,
+    # policies.env_sources); None when no run was given (an admission review): nothing is known of them.
+    env_from: tuple[tuple[tuple[Any, ...], tuple[SourceState, ...]], ...] | None = None
     key: bytes | None = field(default=None, metadata={DERIVED: True})
+
+    def env_source(self, container_path: tuple[Any, ...], index: int) -> SourceState | None:
+        """What entry ``index`` of the container's envFrom is in the run; None without a run."""
+        if self.env_from is None:
+            return None
+        for path, states in self.env_from:
+            if path == container_path:
+                return states[index] if index < len(states) else None
+        return None
 
     def __hash__(self) -> int:
         return hash(self.key) if self.key is not None else id(self)
@@ -146,11 +159,16 @@ def inputs_key(inputs: TemplateInputs) -> bytes | None:
 
 
 def template_inputs(
-    pod: PodTemplate, obj_inputs: ObjectInputs, ignored: frozenset[str], dra_inputs: bytes = b""
+    pod: PodTemplate, obj_inputs: ObjectInputs, ignored: frozenset[str], dra_inputs: bytes = b"",
+    env_sources: EnvSources | None = None,
 ) -> TemplateInputs:
     """The inputs of one template, with their key (None: not JSON data, so never memoised)."""
     projected, loose = project(pod)
-    inputs = TemplateInputs(projected, obj_inputs, ignored, dra_inputs, loose)
+    env_from = None if env_sources is None else tuple(
+        (tuple(c.path), container_sources(c.container, obj_inputs.namespace_name, env_sources))
+        for c in pod.containers if c.container.get("envFrom")
+    )
+    inputs = TemplateInputs(projected, obj_inputs, ignored, dra_inputs, loose, env_from)
     object.__setattr__(inputs, "key", inputs_key(inputs))
     return inputs
 

@@ -18,8 +18,11 @@ hand out GPUs nobody allocated, so the scheduler and the kubelet believe they ar
   a Kubeflow Trainer runtime's ``node`` containers: the TrainJob that runs the runtime sets their
   image and their GPUs (``resourcesPerNode``), so the template's defaults decide neither.
 * **``envFrom``** a ConfigMap or Secret whose keys (with the ``prefix``) may define a device
-  variable: gpuguard cannot read them at admission, so a warning (GPU containers, or pods that can
-  land on GPU nodes; info without facts).
+  variable.  In a run of manifests (``lint``: ``TemplateInputs.env_from``, policies.env_sources) a
+  source the run carries is read — an error when it sets ``NVIDIA_VISIBLE_DEVICES`` to devices,
+  nothing when it does not — and one it does not carry is info.  Where no run is known (admission,
+  audit), a tenant controls the sources of its namespace and gpuguard cannot read them: a warning
+  (GPU containers, or pods that can land on GPU nodes; info without facts).
 * **a mount under ``/var/run/nvidia-container-devices``**, where the runtime reads device requests
   from mounts; **CDI annotations** on the pod (``cdi.k8s.io/…``, ``nvidia.cdi.k8s.io…``);
 * **``hostPath`` volumes of device nodes** (``/dev/nvidia*``, ``/dev/dri``), also as a ``subPath`` of
@@ -370,11 +373,29 @@ def _env_from_violations(ctx: RuleContext, c: ContainerRef, with_gpus: bool, rea
                 continue
             if not with_gpus and not _honoured(ctx, c, "nvidia"):
                 continue
+            name = text(as_dict(source[ref]).get("name"), 63)
+            keyed = f" with prefix {text(prefix, 40)!r}" if isinstance(prefix, str) and prefix else ""
+            known = ctx.inputs.env_source(tuple(c.path), i)
+            if known is not None and known[2] == "read":
+                found = _read_source_violation(c, i, kind, name, keyed, known[3], with_gpus, reach)
+                if found is not None:
+                    yield found
+                continue
+            if known is not None:  # a run of manifests that does not carry this source
+                yield Violation(
+                    message=(
+                        f"container {c.name!r} takes its environment from {kind} {name!r}{keyed}, which is not among "
+                        f"the inputs: if it sets {NVIDIA_DEVICE_ENV}, that value overrides the device plugin's"
+                    ),
+                    path=(*c.path, "envFrom", i),
+                    severity=Severity.INFO,
+                    remediation=(f"Lint the {kind} with the workload, or set {NVIDIA_DEVICE_ENV} in env so that the "
+                                 "source cannot override it."),
+                )
+                continue
             severity = Severity.WARNING if with_gpus else reach.grade(Severity.WARNING, Severity.INFO)
             if severity is None:
                 continue
-            name = text(as_dict(source[ref]).get("name"), 63)
-            keyed = f" with prefix {text(prefix, 40)!r}" if isinstance(prefix, str) and prefix else ""
             yield Violation(
                 message=(
                     f"container {c.name!r} takes its environment from {kind} {name!r}{keyed}, which may set "
@@ -386,6 +407,25 @@ def _env_from_violations(ctx: RuleContext, c: ContainerRef, with_gpus: bool, rea
                 path=(*c.path, "envFrom", i),
                 severity=severity,
             )
+
+
+def _read_source_violation(
+    c: ContainerRef, i: int, kind: str, name: str, keyed: str, value: str | None, with_gpus: bool, reach: _Reach
+) -> Violation | None:
+    """An envFrom source the run carries: only a value it really gives NVIDIA_VISIBLE_DEVICES counts."""
+    if value is None or not exposes_devices(value):
+        return None
+    severity = Severity.ERROR if with_gpus else reach.grade(Severity.ERROR, Severity.WARNING)
+    if severity is None:
+        return None
+    shown = text(value, 40)
+    message = (
+        f"container {c.name!r} takes {NVIDIA_DEVICE_ENV}={shown} from {kind} {name!r}{keyed}; "
+        + ("that value comes after the device plugin's and wins, so it gets the GPUs it names, not the ones "
+           "allocated to it" if with_gpus else "the runtime then exposes GPUs that the device plugin did not allocate")
+        + f": remove the key from the {kind}"
+    )
+    return Violation(message=message, path=(*c.path, "envFrom", i), severity=severity)
 
 
 def _image_violations(ctx: RuleContext, c: ContainerRef, reach: _Reach) -> Iterator[Violation]:

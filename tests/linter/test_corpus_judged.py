@@ -32,7 +32,7 @@ FLOORS = {"none": 0.95, "sample": 0.95, "eks": 0.95, "gke": 0.95, "onprem-mig": 
 CORPUS_FLOORS = {
     "fresh": FLOORS,
     "holdout": FLOORS,
-    "holdout2": {"none": 0.50, "sample": 0.89, "eks": 0.93, "gke": 0.90, "onprem-mig": 0.77},
+    "holdout2": {"none": 0.50, "sample": 0.94, "eks": 0.93, "gke": 0.90, "onprem-mig": 0.82},
     # First contact 0.50 / 0.81 / 1.00 / 1.00 / 0.70; 1.00 everywhere after its two fixed classes.
     "holdout3": FLOORS,
     # Judged as first linted, after the holdout3 fixes: 1.00 in every context with findings; without
@@ -42,10 +42,10 @@ CORPUS_FLOORS = {
     "holdout5": FLOORS,
     # First contact 0.75 / 0.93 / 0.92 / 0.91 / 0.92; 1.00 everywhere after its one fixed class.
     "holdout6": FLOORS,
-    # First contact 0.14 / 0.60 / 0.61 / 0.61 / 0.56: three classes (unread envFrom sources, NVIDIA's
-    # gpud health daemon taken for a bypass, a pause container's /dev/shm); after the last two fixed,
-    # 0.20 / 0.71 / 0.73 / 0.73 / 0.67, the floors.
-    "holdout7": {"none": 0.20, "sample": 0.70, "eks": 0.73, "gke": 0.73, "onprem-mig": 0.66},
+    # First contact 0.14 / 0.60 / 0.61 / 0.61 / 0.56; 1.00 everywhere after its three fixed classes.
+    "holdout7": FLOORS,
+    # Judged as first linted, after the holdout7 fixes: 0.80 / 0.95 / 1.00 / 1.00 / 0.93, the floors.
+    "holdout8": {"none": 0.80, "sample": 0.94, "eks": 0.95, "gke": 0.95, "onprem-mig": 0.92},
 }
 
 
@@ -165,6 +165,8 @@ HOLDOUTS: tuple[tuple[str, int, int, frozenset[str], bool], ...] = (
      True),
     ("holdout7", 40, 15, frozenset({"MIT__otwld__ollama-helm.txt", "BSD-3-Clause__NVIDIA__kubevirt-gpu-device-plugin.txt"}),
      True),
+    ("holdout8", 40, 12, frozenset({"MIT__meta-llama__llama-stack.txt", "MIT__coreweave__tensorizer.txt",
+                                     "MIT__Azure__ai-infrastructure-on-azure.txt"}), True),
 )
 PERMISSIVE = {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
 
