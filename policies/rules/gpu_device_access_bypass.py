@@ -178,16 +178,24 @@ def _infrastructure(ctx: RuleContext) -> tuple[str | None, str | None]:
     A namespace that is no DNS label (``FILLED BY THE OPERATOR`` in the GPU Operator's assets) is a
     placeholder, so as unknown as none; the API server never sends one.  A GPU Operator operand is
     recognised by its images and shape (policies.operands); in a real namespace only a DaemonSet the
-    operator's ClusterPolicy controls."""
+    operator's ClusterPolicy controls, except in a run of manifests (lint), where the images and
+    mounts decide as they do without a namespace."""
     namespace = ctx.object.namespace
     if isinstance(namespace, str) and dns_label_ok(namespace):
         if namespace in ctx.options["infrastructureNamespaces"]:
             return f"namespace {namespace!r} holds GPU infrastructure, which sees every GPU by design", None
         found = operand(ctx.object.kind, ctx.object.cluster_policy_owned, ctx.pod, unrendered=False)
+        if found is not None and found.owned:
+            return f"{found.what}, which its ClusterPolicy controls: {_BY_DESIGN}", None
+        if ctx.inputs.of_run:
+            # Manifests linted by whoever keeps them (NVIDIA's standalone MIG and vGPU managers deploy
+            # into `default`): what the pod is decides.  At admission a tenant could copy the images
+            # into its own namespace, so there only the namespace or a ClusterPolicy is trusted.
+            why = _unnamed_infrastructure(ctx)
+            if why is not None:
+                return f"{why}; at admission only infrastructureNamespaces or a ClusterPolicy make it so", None
         if found is None:
             return None, None
-        if found.owned:
-            return f"{found.what}, which its ClusterPolicy controls: {_BY_DESIGN}", None
         return None, (
             f"it looks like {found.what}, but no ClusterPolicy controls it: if the GPU Operator runs in namespace "
             f"{namespace!r}, list it in infrastructureNamespaces"

@@ -32,7 +32,7 @@ FLOORS = {"none": 0.95, "sample": 0.95, "eks": 0.95, "gke": 0.95, "onprem-mig": 
 CORPUS_FLOORS = {
     "fresh": FLOORS,
     "holdout": FLOORS,
-    "holdout2": {"none": 0.50, "sample": 0.94, "eks": 0.93, "gke": 0.90, "onprem-mig": 0.82},
+    "holdout2": {"none": 0.95, "sample": 0.94, "eks": 0.93, "gke": 0.90, "onprem-mig": 0.93},
     # First contact 0.50 / 0.81 / 1.00 / 1.00 / 0.70; 1.00 everywhere after its two fixed classes.
     "holdout3": FLOORS,
     # Judged as first linted, after the holdout3 fixes: 1.00 in every context with findings; without
@@ -44,8 +44,9 @@ CORPUS_FLOORS = {
     "holdout6": FLOORS,
     # First contact 0.14 / 0.60 / 0.61 / 0.61 / 0.56; 1.00 everywhere after its three fixed classes.
     "holdout7": FLOORS,
-    # Judged as first linted, after the holdout7 fixes: 0.80 / 0.95 / 1.00 / 1.00 / 0.93, the floors.
-    "holdout8": {"none": 0.80, "sample": 0.94, "eks": 0.95, "gke": 0.95, "onprem-mig": 0.92},
+    # Judged as first linted, after the holdout7 fixes: 0.80 / 0.95 / 1.00 / 1.00 / 0.93; 1.00 everywhere
+    # after its one fixed class.
+    "holdout8": FLOORS,
 }
 
 

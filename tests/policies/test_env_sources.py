@@ -84,3 +84,21 @@ def test_the_same_pod_in_different_runs_gets_each_runs_answer() -> None:
     assert found(obj, clean) == []
     assert [s for s, _ in found(obj, None)] == [Severity.WARNING]
     assert evaluate(obj, env_sources=NO_SOURCES).findings[0].severity is Severity.INFO
+
+
+def test_standalone_gpu_infrastructure_in_a_named_namespace_is_trusted_in_a_run_only() -> None:
+    """NVIDIA's standalone vGPU device manager as its own example deploys it (into `default`): in a
+    run of manifests its images decide, at admission only the namespace or a ClusterPolicy would."""
+    daemon_set = {
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "vgpu-device-manager", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "m"}}, "template": {
+            "metadata": {"labels": {"app": "m"}},
+            "spec": {"containers": [{"name": "m", "image": "nvcr.io/nvidia/cloud-native/vgpu-device-manager:v0.5.0",
+                                     "securityContext": {"privileged": True}}]}}},
+    }
+    at_admission = [f for f in evaluate(daemon_set).findings if f.rule == RULE]
+    in_a_run = [f for f in evaluate(daemon_set, env_sources=NO_SOURCES).findings if f.rule == RULE]
+    assert any(f.severity is Severity.WARNING for f in at_admission)
+    assert not any("infrastructureNamespaces or a ClusterPolicy make it so" in f.message for f in at_admission)
+    assert in_a_run and all(f.severity is Severity.INFO for f in in_a_run)
+    assert all("at admission only infrastructureNamespaces" in f.message for f in in_a_run)
