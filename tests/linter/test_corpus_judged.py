@@ -47,6 +47,8 @@ CORPUS_FLOORS = {
     # Judged as first linted, after the holdout7 fixes: 0.80 / 0.95 / 1.00 / 1.00 / 0.93; 1.00 everywhere
     # after its one fixed class.
     "holdout8": FLOORS,
+    # Judged as first linted, after the holdout8 fix: 0.50 / 0.96 / 0.96 / 0.95 / 0.96, the floors.
+    "holdout9": {"none": 0.50, "sample": 0.96, "eks": 0.96, "gke": 0.95, "onprem-mig": 0.96},
 }
 
 
@@ -168,6 +170,8 @@ HOLDOUTS: tuple[tuple[str, int, int, frozenset[str], bool], ...] = (
      True),
     ("holdout8", 40, 12, frozenset({"MIT__meta-llama__llama-stack.txt", "MIT__coreweave__tensorizer.txt",
                                      "MIT__Azure__ai-infrastructure-on-azure.txt"}), True),
+    ("holdout9", 35, 15, frozenset({"MIT__mudler__LocalAI.txt", "MIT__ollama__ollama.txt",
+                                     "MIT-0__aws-samples__aws-do-kubeflow.txt"}), True),
 )
 PERMISSIVE = {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
 
