@@ -26,3 +26,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"skipped under CI, which must run every test: {reason}"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules with slow or integration tests first, each module kept whole (its module fixtures are
+    set up once): the workers then start on the long tests and end on short ones, instead of one
+    worker idling while the other finishes a half-minute test (longest-first scheduling)."""
+    heavy = {item.path for item in items
+             if item.get_closest_marker("slow") or item.get_closest_marker("integration")}
+    items.sort(key=lambda item: item.path not in heavy)
