@@ -13,7 +13,7 @@ import stat
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from gpuguard.sources.yamlsafe import InputError
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from linter.report import Report
     from policies.config import Config
     from policies.dra.facts import DraInputs
+    from policies.env_sources import EnvSources
     from policies.facts import ClusterFacts
     from policies.images import ImageFacts
     from policies.kserve import KServeView
@@ -128,7 +129,7 @@ def _fix(
     images: ImageFacts | None,
     dra_inputs: DraInputs | None = None,
     kserve: KServeView | None = None,
-    env_objects: list[dict[str, Any]] | None = None,
+    env_sources: EnvSources | None = None,
 ) -> tuple[str | None, FileResult]:
     """(fixed text, its lint result), or (None, original result) when nothing was fixed."""
     from gpuguard.sources.yamlsafe import InputError
@@ -144,7 +145,7 @@ def _fix(
     if new_text is None:
         return None, result
     after = lint_text(new_text, item.name, config, facts, images, fixes=True, dra_inputs=dra_inputs, kserve=kserve,
-                      env_objects=env_objects)
+                      env_sources=env_sources)
     leftover = after.patches()
     # Input errors the file had already (an unrendered placeholder, a misshapen object elsewhere)
     # are reported either way; only errors the fixes would bring in stop them.
@@ -169,7 +170,7 @@ class _Run:
     images: ImageFacts | None = None
     dra_inputs: DraInputs | None = None  # the DRA objects of every input (gpuguard.sources.dra_inputs)
     kserve: KServeView | None = None  # the KServe objects of every input (gpuguard.sources.kserve_inputs)
-    env_objects: list[dict[str, Any]] | None = None  # its ConfigMaps and Secrets (gpuguard.sources.env_inputs)
+    env_sources: EnvSources | None = None  # its ConfigMaps and Secrets (gpuguard.sources.env_inputs)
     stdin_fixed: list[str] = field(default_factory=list)
     diff: list[str] = field(default_factory=list)
 
@@ -181,7 +182,7 @@ class _Run:
         result = lint_text(
             source.text, item.name, self.config, self.facts, self.images,
             fixes=fixing, excerpts=args.format == "text", dra_inputs=self.dra_inputs, kserve=self.kserve,
-            env_objects=self.env_objects,
+            env_sources=self.env_sources,
         )
         if fixing:
             result = self._fix(item, source, result)
@@ -195,7 +196,7 @@ class _Run:
         from linter.writeback import write_fixed
 
         new_text, after = _fix(item, source.text, result, self.config, self.facts, self.images, self.dra_inputs,
-                               self.kserve, self.env_objects)
+                               self.kserve, self.env_sources)
         if self.args.diff:
             if new_text is not None:
                 old, new = source.text.splitlines(keepends=True), new_text.splitlines(keepends=True)
@@ -277,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
     report.scaling_pools = [f"{pool.pool.origin} {pool.name!r}" for pool in seen.pools if pool.pool is not None]
     report.node_problems = cluster_notes(facts, config)
     state = _Run(args, config, facts, report)
-    state.dra_inputs, state.kserve, state.env_objects = _run_inputs(inputs)
+    state.dra_inputs, state.kserve, state.env_sources = _run_inputs(inputs)
     stamped = bool(args.fix)
     if registry is not None:
         # Every image is looked up before any object is evaluated, so every text is read first.
@@ -380,7 +381,7 @@ def _write_sarif(report: Report, path: str) -> None:
         raise
 
 
-def _run_inputs(inputs: list[Input]) -> tuple[DraInputs, KServeView, list[dict[str, Any]]]:
+def _run_inputs(inputs: list[Input]) -> tuple[DraInputs, KServeView, EnvSources]:
     """The DeviceClasses, claims and claim templates of every regular file of the run, for a pod's
     claims to resolve to, its ServingRuntimes and LLMInferenceServiceConfigs, for KServe's
     templates to merge over, and its ConfigMaps and Secrets, which envFrom reads; unreadable files
@@ -409,7 +410,7 @@ def _run_inputs(inputs: list[Input]) -> tuple[DraInputs, KServeView, list[dict[s
             env.add(text, item.name)
         except (InputError, RecursionError):
             continue
-    return collector.inputs(), served.view(), env.objects
+    return collector.inputs(), served.view(), env.sources()
 
 
 def _read(item: Input, stamped: bool, report: Report) -> Source | None:

@@ -20,7 +20,7 @@ from policies import pointer
 from policies.config import Config
 from policies.dra.facts import NO_INPUTS, DraInputs
 from policies.engine import UnrenderedPlaceholder, evaluate
-from policies.env_sources import EnvSources
+from policies.env_sources import NO_SOURCES, EnvSources
 from policies.facts import ClusterFacts
 from policies.images import ImageFacts
 from policies.kserve import NO_VIEW, KServeView
@@ -224,17 +224,17 @@ def lint_text(
     excerpts: bool = True,
     dra_inputs: DraInputs | None = None,
     kserve: KServeView | None = None,
-    env_objects: list[dict[str, Any]] | None = None,
+    env_sources: EnvSources | None = None,
 ) -> FileResult:
     """Findings and input errors of one input; ``fixes``: also collect each document's fix ops;
     ``excerpts``: keep the source line of every finding (for text output); ``dra_inputs`` and
     ``kserve``: the DRA and KServe objects of the other inputs of the run (this text's own are added,
-    nearest); ``env_objects``: the run's ConfigMaps and Secrets, which envFrom reads (this text's own
-    are added: a run of manifests always knows its own)."""
+    nearest); ``env_sources``: the run's ConfigMaps and Secrets, which envFrom reads (this text's own
+    are added, nearest: a run of manifests always knows its own)."""
     result = FileResult(file=file)
     checker = _Checker(file, config, facts, images, fixes, with_file(dra_inputs or NO_INPUTS, text, file),
                        kserve_inputs.with_file(kserve or NO_VIEW, text, file),
-                       env_inputs.with_file(env_objects or [], text, file))
+                       env_inputs.with_file(env_sources or NO_SOURCES, text, file))
     layout = Layout(text)
     streamed = _Sink()  # the items of a large List, until its end says whether it is a List
     in_list = False

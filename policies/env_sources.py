@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies.shapes import as_dict, as_list
-from policies.signals import NVIDIA_DEVICE_ENV
+from policies.signals import NVIDIA_DEVICE_ENV, env_from_key
 
 MAX_VALUE_CHARS = 200
 _SUFFIXES = frozenset(NVIDIA_DEVICE_ENV[i:] for i in range(len(NVIDIA_DEVICE_ENV)))
@@ -60,11 +60,16 @@ class EnvSources:
             found = self.sources.get((kind, "", name))  # a manifest without a namespace is applied to the pod's
         if found is None:
             return "absent", None
-        key = NVIDIA_DEVICE_ENV[len(prefix):] if NVIDIA_DEVICE_ENV.startswith(prefix) else None
-        if not key or key not in found:
+        key = env_from_key(NVIDIA_DEVICE_ENV, prefix)
+        if key is None or key not in found:
             return "read", None
         value = found[key]
         return "read", ("" if value is None else value[:MAX_VALUE_CHARS])
+
+    def nearer(self, objects: Iterable[Any]) -> EnvSources:
+        """These sources with ``objects``' own over them (a text's own, nearest)."""
+        own = env_sources(objects).sources
+        return EnvSources({**self.sources, **own}) if own else self
 
 
 NO_SOURCES = EnvSources()

@@ -92,10 +92,15 @@ def env_from_may_set(prefix: object) -> bool:
     return any(n.startswith(prefix) for n in names) or prefix.startswith(DEVICE_ENV_PREFIXES)
 
 
+def env_from_key(name: str, prefix: str | None) -> str | None:
+    """The ConfigMap key that becomes the variable ``name`` under ``prefix``, if any."""
+    p = prefix or ""
+    return name[len(p):] if name.startswith(p) and len(name) > len(p) else None
+
+
 def env_from_keys(prefix: str | None) -> tuple[str, ...]:
     """The ConfigMap keys that become a device variable under ``prefix`` (exact names only)."""
-    p = prefix or ""
-    return tuple(n[len(p):] for n in DEVICE_ENV_NAMES if n.startswith(p) and len(n) > len(p))
+    return tuple(k for n in DEVICE_ENV_NAMES if (k := env_from_key(n, prefix)) is not None)
 
 
 # --- images -----------------------------------------------------------------------------------

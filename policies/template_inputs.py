@@ -64,9 +64,13 @@ class TemplateInputs:
     # Each container with envFrom: (its path, what each entry is in the run's ConfigMaps and Secrets,
     # policies.env_sources); None when no run was given (an admission review): nothing is known of them.
     env_from: tuple[tuple[tuple[Any, ...], tuple[SourceState, ...]], ...] | None = None
-    # The template comes from a set of manifests being linted, not an admission review or a live cluster.
-    of_run: bool = False
     key: bytes | None = field(default=None, metadata={DERIVED: True})
+
+    @property
+    def of_run(self) -> bool:
+        """The template comes from a set of manifests being linted (their sources are known, if none),
+        not from an admission review or a live cluster."""
+        return self.env_from is not None
 
     def env_source(self, container_path: tuple[Any, ...], index: int) -> SourceState | None:
         """What entry ``index`` of the container's envFrom is in the run; None without a run."""
@@ -170,7 +174,7 @@ def template_inputs(
         (tuple(c.path), container_sources(c.container, obj_inputs.namespace_name, env_sources))
         for c in pod.containers if c.container.get("envFrom")
     )
-    inputs = TemplateInputs(projected, obj_inputs, ignored, dra_inputs, loose, env_from, env_sources is not None)
+    inputs = TemplateInputs(projected, obj_inputs, ignored, dra_inputs, loose, env_from)
     object.__setattr__(inputs, "key", inputs_key(inputs))
     return inputs
 

@@ -27,6 +27,10 @@ class EnvCollector(Collector):
     def __init__(self) -> None:
         super().__init__(env_objects_in)
 
-def with_file(run: list[dict[str, Any]], text: str, name: str) -> EnvSources:
-    """The run's sources and ``text``'s own (a stream read once has only its own)."""
-    return env_sources([*run, *env_objects_in(text, name)])
+    def sources(self) -> EnvSources:
+        return env_sources(self.objects)
+
+
+def with_file(run: EnvSources, text: str, name: str) -> EnvSources:
+    """The run's sources with ``text``'s own nearest (a stream read once has only its own)."""
+    return run.nearer(env_objects_in(text, name))

@@ -95,7 +95,7 @@ def _run_hook(hook_repo: tuple[Path, Path], repo: Path, extra_path: Path | None 
     return subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=900)
 
 
-def _try_repo(
+def _run_on_manifest(
     hook_repo: tuple[Path, Path], manifest: Path, tmp_path: Path, copies: int = 1
 ) -> subprocess.CompletedProcess[str]:
     repo = tmp_path / "manifests"
@@ -125,14 +125,14 @@ def test_a_chart_is_rendered_not_read_raw(hook_repo: tuple[Path, Path], tmp_path
 
 
 def test_hook_fails_on_a_bad_manifest(hook_repo: tuple[Path, Path], tmp_path: Path) -> None:
-    proc = _try_repo(hook_repo, LINT / "pod-limit-missing.yaml", tmp_path)
+    proc = _run_on_manifest(hook_repo, LINT / "pod-limit-missing.yaml", tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "gpuguard" in proc.stdout and "Failed" in proc.stdout
     assert "gpu-pod.yaml:" in proc.stdout and "gpu-limit-missing" in proc.stdout
 
 
 def test_hook_passes_on_a_good_manifest(hook_repo: tuple[Path, Path], tmp_path: Path) -> None:
-    proc = _try_repo(hook_repo, LINT / "pod-good.yaml", tmp_path)
+    proc = _run_on_manifest(hook_repo, LINT / "pod-good.yaml", tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Passed" in proc.stdout
 
@@ -142,7 +142,7 @@ def test_one_report_per_run_findings_only(hook_repo: tuple[Path, Path], tmp_path
     otherwise split them over one process per CPU): each file's finding once, and no notes
     ("no --cluster given: skipped N rules" on every commit) nor summary."""
     copies = 8
-    proc = _try_repo(hook_repo, LINT / "pod-limit-missing.yaml", tmp_path, copies)
+    proc = _run_on_manifest(hook_repo, LINT / "pod-limit-missing.yaml", tmp_path, copies)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     names = ["gpu-pod.yaml", *(f"gpu-pod-{i}.yaml" for i in range(1, copies))]
     for name in names:
