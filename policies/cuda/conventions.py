@@ -39,7 +39,7 @@ from policies import patterns
 from policies.boundedcache import small_key_cache
 from policies.cuda.image import MAX_REFERENCE_CHARS, NGC_TAG, ImageCuda, ImageRef, cuda_from_image, parse_image
 from policies.cuda.knowledge import knowledge
-from policies.cuda.tables import tables
+from policies.cuda.tables import no_nccl_tag_matches, tables
 from policies.cuda.versions import format_version, parse_version
 
 OfflineStatus = Literal["cuda", "no-cuda", "unknown"]
@@ -277,7 +277,9 @@ def without_nccl(reference: str) -> str | None:
     if _plain(ref) is not None:
         return "a plain OS/language base image (no CUDA, so no NCCL or PyTorch)"
     entry = tables().no_nccl.get(_repository_key(ref))
-    return f"{entry[0]}, built without NCCL or PyTorch" if entry is not None else None
+    if entry is None or not no_nccl_tag_matches(entry, ref.tag):
+        return None
+    return f"{entry.what}, built without NCCL or PyTorch"
 
 
 DIGEST_NOTE = "by its tag; the runtime pulls the pinned digest, whose config a registry lookup reads"

@@ -8,7 +8,8 @@
 * ``vllm_cuda.json`` — vLLM release → CUDA per architecture (release pipeline and Dockerfile);
 * ``plain_images.json`` — Docker Official Images that carry no CUDA;
 * ``no_cuda_images.json`` — other image repositories that carry no CUDA (ROCm, Kubernetes test images);
-* ``no_nccl_images.json`` — CUDA image repositories that carry neither NCCL nor PyTorch (CUDA samples).
+* ``no_nccl_images.json`` — CUDA image repositories that carry neither NCCL nor PyTorch (CUDA samples,
+  Ollama's releases before NCCL came in).
 """
 
 from __future__ import annotations
@@ -47,6 +48,38 @@ class Unresolved:
     source: str
 
 
+@dataclass(frozen=True, slots=True)
+class NoNccl:
+    what: str
+    source: str
+    # None: every tag; else only release tags ``X.Y.Z`` up to this one (later releases may add NCCL)
+    tags_through: tuple[int, ...] | None
+
+
+def _release(text: str) -> tuple[int, ...] | None:
+    """``X.Y.Z`` (a leading ``v`` allowed) as numbers; None for any other tag (``latest``, ``0.1-rocm``)."""
+    head = text[1:] if text.startswith("v") else text
+    parts = head.split(".")
+    if len(parts) != 3 or not all(p.isdigit() and len(p) <= 6 for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+def no_nccl_tag_matches(row: NoNccl, tag: str | None) -> bool:
+    if row.tags_through is None:
+        return True
+    release = _release(tag) if tag is not None else None
+    return release is not None and release <= row.tags_through
+
+
+def _no_nccl_row(r: dict[str, Any]) -> NoNccl:
+    through = r.get("tagsThrough")
+    bound = _release(str(through)) if through is not None else None
+    if through is not None and bound is None:
+        raise KnowledgeError(f"no_nccl_images.json: tagsThrough {through!r} of {r['image']} is not X.Y.Z")
+    return NoNccl(str(r["what"]), str(r["source"]), bound)
+
+
 @dataclass(frozen=True)
 class Tables:
     conventions: dict[str, str]  # id → source
@@ -58,7 +91,7 @@ class Tables:
     vllm: dict[str, dict[str, Row]]  # version → arch → row
     plain: dict[str, str]  # Docker Hub library name → source
     no_cuda: dict[str, tuple[str, str]]  # "registry/repository" → (what it is, source)
-    no_nccl: dict[str, tuple[str, str]]  # "registry/repository" → (what it is, source)
+    no_nccl: dict[str, NoNccl]  # "registry/repository" → row
 
     def convention(self, convention_id: str) -> str:
         return self.conventions[convention_id]
@@ -128,7 +161,7 @@ def _load() -> Tables:
     }
     plain = {str(r["name"]): r["source"] for r in _rows("plain_images.json")}
     no_cuda = {str(r["image"]): (str(r["what"]), r["source"]) for r in _rows("no_cuda_images.json")}
-    no_nccl = {str(r["image"]): (str(r["what"]), r["source"]) for r in _rows("no_nccl_images.json")}
+    no_nccl = {str(r["image"]): _no_nccl_row(r) for r in _rows("no_nccl_images.json")}
     return Tables(conventions, ngc, _infer_for(), variants, _unresolved(), tensorflow, vllm, plain, no_cuda, no_nccl)
 
 

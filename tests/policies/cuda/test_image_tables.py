@@ -29,6 +29,8 @@ REQUIRED_KEYS = {
     "no_nccl_images.json": {"image", "what", "source"},
 }
 
+OPTIONAL_KEYS = {"no_nccl_images.json": {"tagsThrough"}}
+
 
 def _version_key(text: str) -> list[int]:
     return [int(x) for x in re.split(r"\.|post", text) if x]
@@ -57,7 +59,7 @@ def test_every_row_has_a_source_and_the_expected_keys(name: str) -> None:
     assert isinstance(doc["description"], str) and doc["description"]
     assert doc["rows"]
     for row in doc["rows"]:
-        assert set(row) == REQUIRED_KEYS[name], row
+        assert set(row) - OPTIONAL_KEYS.get(name, set()) == REQUIRED_KEYS[name], row
         assert isinstance(row["source"], str) and len(row["source"]) > 20, row
 
 
@@ -244,3 +246,34 @@ def test_convention_examples_in_the_reference_resolve_as_stated() -> None:
     for tag, cuda in ray.items():
         found = conventions.offline_cuda(f"rayproject/ray:2.40.0-py310-{tag}")
         assert found.cuda is not None and found.cuda.version == parse_version(cuda)
+
+
+@pytest.mark.parametrize(
+    ("tag", "through", "matches"),
+    [
+        ("0.13.5", (0, 13, 5), True),
+        ("v0.13.5", (0, 13, 5), True),
+        ("0.9.12", (0, 13, 5), True),
+        ("0.13.6", (0, 13, 5), False),
+        ("1.0.0", (0, 13, 5), False),
+        ("0.13", (0, 13, 5), False),
+        ("0.13.5-rocm", (0, 13, 5), False),
+        ("latest", (0, 13, 5), False),
+        (None, (0, 13, 5), False),
+        ("9" * 40 + ".1.1", (0, 13, 5), False),
+        ("anything", None, True),
+        (None, None, True),
+    ],
+)
+def test_no_nccl_rows_bounded_to_release_tags(tag: str | None, through: tuple[int, ...] | None, matches: bool) -> None:
+    from policies.cuda.tables import NoNccl, no_nccl_tag_matches
+
+    assert no_nccl_tag_matches(NoNccl("x", "y", through), tag) is matches
+
+
+def test_no_nccl_tags_through_must_be_a_release() -> None:
+    from policies.cuda import tables as t
+    from policies.cuda.knowledge import KnowledgeError
+
+    with pytest.raises(KnowledgeError, match="tagsThrough 'latest'"):
+        t._no_nccl_row({"image": "docker.io/x/y", "what": "w", "source": "s", "tagsThrough": "latest"})

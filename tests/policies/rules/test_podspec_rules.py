@@ -419,6 +419,14 @@ def test_a_host_path_at_dev_shm_is_judged_by_what_it_mounts(host_path: str, seve
          Severity.INFO),
         ("k8s.gcr.io/pause:3.2", [], Severity.INFO),
         ("registry.example.com/pause:3.9", [], Severity.WARNING),  # a private image of that name may be anything
+        # Ollama's release images up to 0.13.5 hold no NCCL; 0.14.0 brought it in with the MLX backend.
+        ("ollama/ollama:0.11.7", [], Severity.INFO),
+        ("docker.io/ollama/ollama:0.13.5", ["ollama", "serve"], Severity.INFO),
+        ("ollama/ollama:0.14.0", [], Severity.WARNING),
+        ("ollama/ollama:latest", [], Severity.WARNING),  # whatever latest is when the pod starts
+        ("ollama/ollama", [], Severity.WARNING),
+        ("ollama/ollama:0.12.3-rocm", [], Severity.WARNING),  # not a release tag the row covers
+        ("ollama/ollama:v0.9.0", [], Severity.INFO),
         # Not a plain base image: NGC PyTorch has NCCL; a private copy of ubuntu is not Docker's.
         ("nvcr.io/nvidia/pytorch:24.05-py3", ["sleep", "3600"], Severity.WARNING),
         ("registry.example.com/library/ubuntu:22.04", ["sleep", "3600"], Severity.WARNING),
