@@ -1,4 +1,5 @@
-"""``gpuguard certs`` run again on its own out-dir, in a child process: an existing CA is kept unless
+"""``gpuguard certs`` run again on its own out-dir (in the test process; in a child process where it must
+run without the privileges that bypass file permissions): an existing CA is kept unless
 ``--force`` or ``--rotate`` asks otherwise, a rotation's caBundle trusts the serving certificates of
 both CAs (checked with real TLS handshakes), and a run that exits 2 has written nothing."""
 
@@ -15,6 +16,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from tests.support.inprocess import gpuguard_here
 from tests.support.paths import ROOT, load_yaml_docs
 from tests.support.proc import Run, gpuguard
 
@@ -22,7 +24,9 @@ BASE = ["certs", "--service", "gpuguard", "--namespace", "gpuguard"]
 
 
 def certs(out: Path, *extra: str, **kwargs: object) -> Run:
-    return gpuguard(*BASE, "--out-dir", str(out), *extra, **kwargs)  # type: ignore[arg-type]
+    if kwargs:  # process limits: a child process
+        return gpuguard(*BASE, "--out-dir", str(out), *extra, **kwargs)  # type: ignore[arg-type]
+    return gpuguard_here(*BASE, "--out-dir", str(out), *extra)
 
 
 def snapshot(directory: Path) -> dict[str, bytes]:

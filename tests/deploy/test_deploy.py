@@ -17,6 +17,7 @@ from gpuguard.sources.configmodel import load_config
 from policies.dra.objects import CLAIM_RESOURCES, SERVED_VERSIONS
 from policies.podspec import WORKLOADS, Workload, extract
 from tests.support.paths import ROOT, load_yaml_docs
+from tests.support.sweeps import sweep
 
 DEPLOY = ROOT / "deploy"
 KUBERNETES_VERSION = "1.33.0"
@@ -456,14 +457,18 @@ def conditions(request: pytest.FixtureRequest) -> MatchConditions:
     return MatchConditions(next(w for k, w in webhooks() if k == request.param))
 
 
-@pytest.mark.parametrize("name", sorted(gpu_fixtures()))
+# Each evaluation costs cel-python's interpreter ~30 ms: the quick subset keeps one case of each path
+# family (containers of a pod, a template, a CRD's replica map, a DRA claim, a device hostPath).
+@pytest.mark.parametrize("name", sweep(sorted(gpu_fixtures()), quick=(
+    "pod", "deployment", "pytorchjob", "resourceclaim", "pod-hostpath-nvidia0", "pod-env-only")))
 def test_match_conditions_select_gpu_objects(conditions: MatchConditions, name: str) -> None:
     new = gpu_fixtures()[name]
     assert conditions.decide("CREATE", new) is True
     assert conditions.decide("UPDATE", new, old=new) is True
 
 
-@pytest.mark.parametrize("name", sorted(non_gpu_fixtures()))
+@pytest.mark.parametrize("name", sweep(sorted(non_gpu_fixtures()), quick=(
+    "plain-pod", "cpu-pytorchjob", "pod-unrelated-env-and-hostpath", "no-spec")))
 def test_match_conditions_skip_other_objects(conditions: MatchConditions, name: str) -> None:
     assert conditions.decide("CREATE", non_gpu_fixtures()[name]) is False
 

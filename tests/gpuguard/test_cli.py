@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from gpuguard.cli import SUBCOMMANDS, program_name
+from tests.support.inprocess import gpuguard_here
+from tests.support.paths import EXAMPLES
 from tests.support.proc import gpuguard
 
 BIN = Path(sys.executable).parent
@@ -22,11 +24,24 @@ BIN = Path(sys.executable).parent
     ("serve", ["--tls-cert", "c", "--tls-key", "k"]),
 ])
 def test_a_bad_flag_prints_the_subcommands_usage(sub: str, extra: list[str]) -> None:
-    run = gpuguard(sub, *extra, "--badflag")
+    run = gpuguard_here(sub, *extra, "--badflag")
     assert run.code == 2
     assert run.stderr.startswith(f"usage: gpuguard {sub} "), run.stderr
     assert f"gpuguard {sub}: error: unrecognized arguments: --badflag" in run.stderr
     assert "COMMAND ..." not in run.stderr  # not the top-level usage
+
+
+@pytest.mark.parametrize("argv", [
+    ("lint", str(EXAMPLES / "manifests"), "--cluster", "sample", "--format", "json"),
+    ("lint", "-", "--format", "github"),
+    ("lint", "--badflag"),
+    ("explain-image", "not a reference"),
+])
+def test_in_process_runs_print_and_return_what_the_child_process_does(argv: tuple[str, ...]) -> None:
+    stdin = b"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x, resources: {limits: {nvidia.com/gpu: 0.5}}}]}\n"
+    child, here = gpuguard(*argv, stdin=stdin), gpuguard_here(*argv, stdin=stdin)
+    assert (here.code, here.stdout, here.stderr) == (child.code, child.stdout, child.stderr)
+    assert child.stdout or child.stderr
 
 
 def test_a_bad_flag_before_any_subcommand_gets_the_top_level_usage() -> None:

@@ -348,6 +348,7 @@ IGNORE_MESSAGE = "gpuguard.io/ignore names no rule: gpu-limit-missin (did you me
 
 
 def test_a_misspelled_ignore_id_is_an_input_error_at_its_line(tmp_path: Path) -> None:
+    from tests.support.inprocess import gpuguard_here
     from tests.support.proc import gpuguard
 
     path = tmp_path / "pod.yaml"
@@ -357,11 +358,12 @@ def test_a_misspelled_ignore_id_is_an_input_error_at_its_line(tmp_path: Path) ->
     assert f"{path}:6: input error: {IGNORE_MESSAGE}\n" in done.stdout
     assert done.stdout.count("gpu-limit-missin ") == 1  # said once; the rule it meant still runs
     assert "error gpu-limit-missing" in done.stdout
-    report = json.loads(gpuguard("lint", str(path), "--format", "json").stdout)
+    report = json.loads(gpuguard_here("lint", str(path), "--format", "json").stdout)
     assert report["errors"] == [{"file": str(path), "line": 6, "message": IGNORE_MESSAGE}]
 
 
 def test_a_missing_file_has_no_line_in_any_format(tmp_path: Path) -> None:
+    from tests.support.inprocess import gpuguard_here
     from tests.support.proc import gpuguard
 
     missing = tmp_path / "nofile.yaml"
@@ -369,14 +371,14 @@ def test_a_missing_file_has_no_line_in_any_format(tmp_path: Path) -> None:
     done = gpuguard("lint", str(missing))
     assert done.code == 2 and done.stdout.startswith(f"input error: {message}\n")
     assert ":0" not in done.stdout
-    report = json.loads(gpuguard("lint", str(missing), "--format", "json").stdout)
+    report = json.loads(gpuguard_here("lint", str(missing), "--format", "json").stdout)
     assert report["errors"] == [{"file": str(missing), "line": None, "message": message}]
-    annotations = gpuguard("lint", str(missing), "--format", "github").stdout.splitlines()
+    annotations = gpuguard_here("lint", str(missing), "--format", "github").stdout.splitlines()
     # A workflow command with a file and no line annotates the file: "can associate the message with
     # a particular file in your repository. Optionally, your message can specify a position within
     # the file" (GitHub docs, "Workflow commands for GitHub Actions", error message).
     assert annotations[0] == f"::error file={github.escape_property(str(missing))},title=gpuguard input error::{message}"
-    sarif = json.loads(gpuguard("lint", str(missing), "--format", "sarif").stdout)
+    sarif = json.loads(gpuguard_here("lint", str(missing), "--format", "sarif").stdout)
     import jsonschema  # type: ignore[import-untyped]
 
     jsonschema.validate(sarif, json.loads(SARIF_SCHEMA.read_text()))
@@ -386,6 +388,7 @@ def test_a_missing_file_has_no_line_in_any_format(tmp_path: Path) -> None:
 
 
 def test_a_near_miss_of_the_sample_cluster_is_suggested(tmp_path: Path) -> None:
+    from tests.support.inprocess import gpuguard_here
     from tests.support.proc import gpuguard
 
     path = tmp_path / "pod.yaml"
@@ -394,11 +397,12 @@ def test_a_near_miss_of_the_sample_cluster_is_suggested(tmp_path: Path) -> None:
     assert done.code == 2 and done.stdout == ""
     assert done.stderr == ("gpuguard lint: cannot read Sample: No such file or directory; did you mean sample "
                            "(the sample cluster gpuguard ships)?\n")
-    other = gpuguard("lint", str(path), "--cluster", str(tmp_path / "cluster.yaml"))
+    other = gpuguard_here("lint", str(path), "--cluster", str(tmp_path / "cluster.yaml"))
     assert other.code == 2 and "did you mean" not in other.stderr
 
 
 def test_cuda_notes_are_sentences_of_their_own_in_text_and_sarif(tmp_path: Path) -> None:
+    from tests.support.inprocess import gpuguard_here
     from tests.support.proc import gpuguard
 
     path = tmp_path / "pod.yaml"
@@ -406,7 +410,7 @@ def test_cuda_notes_are_sentences_of_their_own_in_text_and_sarif(tmp_path: Path)
     done = gpuguard("lint", str(path), "--cluster", "sample")
     assert "driver 470.256.02. Note: NGC framework images set NVIDIA_REQUIRE_CUDA" in done.stdout
     assert "02 Note:" not in done.stdout
-    sarif = json.loads(gpuguard("lint", str(path), "--cluster", "sample", "--format", "sarif").stdout)
+    sarif = json.loads(gpuguard_here("lint", str(path), "--cluster", "sample", "--format", "sarif").stdout)
     (cuda,) = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "gpu-cuda-driver-mismatch"]
     assert ". Note: NGC framework images" in cuda["message"]["text"]
 
@@ -510,6 +514,7 @@ spec:
 
 
 def test_the_platform_the_nodes_show_is_said_in_the_summary(tmp_path: Path) -> None:
+    from tests.support.inprocess import gpuguard_here
     from tests.support.proc import gpuguard
 
     pod = tmp_path / "pod.yaml"
@@ -518,7 +523,7 @@ def test_the_platform_the_nodes_show_is_said_in_the_summary(tmp_path: Path) -> N
     assert eks.code == 0, eks.stdout + eks.stderr
     assert ("note: cluster: ExtendedResourceToleration detected: EKS runs it (node label "
             "eks.amazonaws.com/nodegroup)") in eks.stdout + eks.stderr
-    summary = json.loads(gpuguard("lint", str(pod), "--cluster", str(FIXTURES / "clusters" / "eks.yaml"),
+    summary = json.loads(gpuguard_here("lint", str(pod), "--cluster", str(FIXTURES / "clusters" / "eks.yaml"),
                                   "--format", "json").stdout)["summary"]
     assert summary["extended_resource_toleration"] == "detected: EKS runs it (node label eks.amazonaws.com/nodegroup)"
     # A platform that does not run it is named too, with what that means for GPU pods.

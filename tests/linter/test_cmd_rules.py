@@ -81,6 +81,7 @@ def test_a_prefix_is_suggested_first_in_a_subprocess() -> None:
 
 
 def test_explain_image_refuses_an_invalid_reference() -> None:
+    from tests.support.inprocess import gpuguard_here
     from tests.support.proc import gpuguard
 
     done = gpuguard("explain-image", "not a valid image ref")
@@ -90,6 +91,6 @@ def test_explain_image_refuses_an_invalid_reference() -> None:
     for ref, why in (("nvidia/cuda:", "the tag after ':' is empty"),
                      ("nvidia/cuda@sha256:abc", "the digest after '@' must be ALGORITHM:HEX"),
                      ("nvidia//cuda:12.4.1-base", "a path component is empty")):
-        done = gpuguard("explain-image", ref, "--format", "json")
+        done = gpuguard_here("explain-image", ref, "--format", "json")
         assert done.code == 2 and done.stdout == "" and why in done.stderr, (ref, done.stderr)
-    assert gpuguard("explain-image", "nvidia/cuda:12.4.1-base-ubuntu22.04").code == 0
+    assert gpuguard_here("explain-image", "nvidia/cuda:12.4.1-base-ubuntu22.04").code == 0

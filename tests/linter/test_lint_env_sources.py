@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from tests.support.proc import gpuguard
+from tests.support.inprocess import gpuguard_here
 
 DEPLOYMENT = {
     "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "tgi", "namespace": "ml"},
@@ -35,7 +35,7 @@ def bypass(tmp_path: Path, *files: list[dict[str, Any]], stdin: bytes | None = N
         path = tmp_path / f"f{i}.yaml"
         path.write_text(yaml.safe_dump_all(docs))
         paths.append(str(path))
-    result = gpuguard("lint", "--format", "json", *(paths or ["-"]), stdin=stdin)
+    result = gpuguard_here("lint", "--format", "json", *(paths or ["-"]), stdin=stdin or b"")
     assert "Traceback" not in result.stderr, result.stderr
     report = json.loads(result.stdout)
     return [(f["severity"], f["message"]) for f in report["findings"] if f["rule"] == "gpu-device-access-bypass"]

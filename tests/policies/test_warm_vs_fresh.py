@@ -22,9 +22,9 @@ patch must be identical.
 
 from __future__ import annotations
 
-import copy
+import functools
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from tests.policies.rules.test_rule_fixtures import _images
 from tests.support.bench_modules import bench_module
 from tests.support.evaluation_text import evaluation_lines
 from tests.support.paths import CORPUS, EXAMPLES, FIXTURES
+from tests.support.trees import tree_copy
 
 RULE_FIXTURES = FIXTURES / "rules"
 SEEDS = (1, 2, 3)
@@ -62,10 +63,10 @@ class Group:
     documents: list[Any]
 
     def fresh(self) -> ClusterFacts:
-        return facts_from_objects(copy.deepcopy(self.cluster))
+        return facts_from_objects(tree_copy(self.cluster))
 
     def judge(self, doc: Any, facts: ClusterFacts) -> str:
-        return canonical(evaluate(copy.deepcopy(doc), self.config, facts, self.images))
+        return canonical(evaluate(tree_copy(doc), self.config, facts, self.images))
 
 
 def _documents(path: Path) -> list[Any]:
@@ -73,28 +74,36 @@ def _documents(path: Path) -> list[Any]:
 
 
 def _cluster(path: Path) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    return [d for d in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader) if d is not None]
 
 
-def groups() -> Iterator[Group]:
-    example = _cluster(EXAMPLES / "cluster.yaml")
-    for rule_dir in sorted(p for p in RULE_FIXTURES.iterdir() if p.is_dir()):
-        config_file, cluster_file = rule_dir / "config.yaml", rule_dir / "cluster.yaml"
-        config = load_config(yaml.safe_load(config_file.read_text())) if config_file.exists() else Config()
-        cluster = _cluster(cluster_file) if cluster_file.exists() else example
-        docs = [d for n in ("bad.yaml", "good.yaml", "fixed.yaml") if (rule_dir / n).exists()
-                for d in _documents(rule_dir / n)]
-        yield Group(f"rules/{rule_dir.name}", config, cluster, _images(rule_dir), docs)
-    corpus = [d for p in sorted(CORPUS.rglob("*.y*ml")) for d in _parsed(p)]
-    for name, cluster in (("example", example), ("none", [])):
-        yield Group(f"corpus@{name}", Config(), cluster, None, corpus)
+@functools.cache
+def _example() -> list[dict[str, Any]]:
+    return _cluster(EXAMPLES / "cluster.yaml")
+
+
+def _rule_group(rule_dir: Path) -> Group:
+    config_file, cluster_file = rule_dir / "config.yaml", rule_dir / "cluster.yaml"
+    config = load_config(yaml.safe_load(config_file.read_text())) if config_file.exists() else Config()
+    cluster = _cluster(cluster_file) if cluster_file.exists() else _example()
+    docs = [d for n in ("bad.yaml", "good.yaml", "fixed.yaml") if (rule_dir / n).exists()
+            for d in _documents(rule_dir / n)]
+    return Group(f"rules/{rule_dir.name}", config, cluster, _images(rule_dir), docs)
+
+
+@functools.cache
+def _corpus() -> list[Any]:
+    return [d for p in sorted(CORPUS.rglob("*.y*ml")) for d in _parsed(p)]
+
+
+def _generated() -> Group:
     # The webhook benchmarks' streams: distinct reviews and the replicas a controller creates, on a
     # heterogeneous fleet.
     streams, fleet = bench_module("distinct_reviews"), bench_module("fleet")
     bodies = (*streams.reviews(48), *streams.replica_reviews(48, replicas=6))
     generated = [orjson.loads(r)["request"]["object"] for r in bodies]
     fleet_objects = [*fleet.fleet(60), *fleet.runtime_classes()]
-    yield Group("generated@fleet", Config(), fleet_objects, None, generated)
+    return Group("generated@fleet", Config(), fleet_objects, None, generated)
 
 
 def _parsed(path: Path) -> list[Any]:
@@ -105,7 +114,35 @@ def _parsed(path: Path) -> list[Any]:
         return []
 
 
-GROUPS = {g.name: g for g in groups()}
+# Each group is built when a test first asks for it (not at collection, in every worker).
+_BUILDERS: dict[str, Callable[[], Group]] = {
+    **{f"rules/{d.name}": functools.partial(_rule_group, d)
+       for d in sorted(p for p in RULE_FIXTURES.iterdir() if p.is_dir())},
+    "corpus@example": lambda: Group("corpus@example", Config(), _example(), None, _corpus()),
+    "corpus@none": lambda: Group("corpus@none", Config(), [], None, _corpus()),
+    "generated@fleet": _generated,
+}
+
+
+class _Groups(Mapping[str, Group]):
+    """The groups by name, each built once on first use."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, Group] = {}
+
+    def __getitem__(self, name: str) -> Group:
+        if name not in self._built:
+            self._built[name] = _BUILDERS[name]()
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_BUILDERS)
+
+    def __len__(self) -> int:
+        return len(_BUILDERS)
+
+
+GROUPS = _Groups()
 
 
 def following(previous: ClusterFacts, renewed: tuple[str, ...] = ()) -> ClusterFacts:
@@ -135,7 +172,7 @@ def siblings(doc: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
     if not isinstance(doc.get("metadata"), Mapping):
         return
     for what, key, entry, value in SIBLING_CHANGES:
-        copied = copy.deepcopy(doc)
+        copied = tree_copy(doc)
         meta = copied["metadata"]
         if entry is None:
             meta[key] = f"{meta.get(key, 'x')}{value}" if value.startswith("-") else value

@@ -15,6 +15,7 @@ from gpuguard.cli import main as gpuguard
 from gpuguard.sources.configmodel import load_config
 from policies.podspec import WORKLOADS
 from tests.deploy.test_deploy import MatchConditions, container, obj, pod_spec, template
+from tests.support.sweeps import sweep
 from webhook.configuration import GenerationError, render
 
 CONFIG = """
@@ -131,7 +132,8 @@ def argo(kind: str, template_body: dict[str, Any], **spec: Any) -> dict[str, Any
     return obj("argoproj.io/v1alpha1", kind, body)
 
 
-@pytest.mark.parametrize("kind", ["Workflow", "WorkflowTemplate", "ClusterWorkflowTemplate", "CronWorkflow"])
+@pytest.mark.parametrize("kind", sweep(["Workflow", "WorkflowTemplate", "ClusterWorkflowTemplate", "CronWorkflow"],
+                                       quick=("Workflow", "CronWorkflow")))
 @pytest.mark.parametrize(
     "body",
     [

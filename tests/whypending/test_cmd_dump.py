@@ -14,6 +14,7 @@ from policies.facts_build import facts_from_objects
 from policies.pending import diagnose as dg
 from tests.support.cluster_objects import all_objects, scenario
 from tests.support.fake_apiserver import nodepool
+from tests.support.inprocess import gpuguard_here
 from tests.support.proc import gpuguard
 from tests.whypending.support import cluster, objects, pod_keys, reasons, write_dump
 
@@ -238,10 +239,10 @@ def test_pods_of_another_scheduler_get_a_note(capsys: pytest.CaptureFixture[str]
 
 
 def test_a_missing_pod_is_said_first_and_alone(dumps: dict[str, Path]) -> None:
-    done = gpuguard("why-pending", "nope", "--dump", str(dumps["json"]))
+    done = gpuguard_here("why-pending", "nope", "--dump", str(dumps["json"]))
     assert done.code == 2 and done.stdout == ""
     assert done.stderr == "gpuguard why-pending: pod nope not found in namespace default\n"
-    both = gpuguard("why-pending", "-n", "ml", "nope", "big-train", "--dump", str(dumps["json"]))
+    both = gpuguard_here("why-pending", "-n", "ml", "nope", "big-train", "--dump", str(dumps["json"]))
     assert both.code == 2 and both.stderr.startswith("gpuguard why-pending: pod nope not found in namespace ml\n")
     assert "ml/big-train" in both.stdout  # the others still get their report
 
@@ -266,6 +267,6 @@ def test_the_engine_faces_of_why_pending_say_what_lint_says(tmp_path: Path) -> N
     assert "driver 470.256.02. Note: NGC framework images set NVIDIA_REQUIRE_CUDA" in flat
     assert ("ml/ngc: gpuguard.io/ignore names no rule: gpu-limit-missin (did you mean gpu-limit-missing?)"
             in flat)
-    doc = json.loads(gpuguard("why-pending", "-A", "--dump", str(dump), "--format", "json").stdout)
+    doc = json.loads(gpuguard_here("why-pending", "-A", "--dump", str(dump), "--format", "json").stdout)
     (static,) = [r for r in doc["pods"][0]["reasons"] if r["kind"] == dg.STATIC]
     assert ". Note: NGC framework images" in static["message"]

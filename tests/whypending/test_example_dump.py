@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from policies.pending import diagnose as dg
+from tests.support.inprocess import gpuguard_here
 from tests.support.paths import ROOT
 from tests.support.proc import gpuguard
 from tests.support.prometheus import HistorySeries, prometheus_with_history
@@ -60,7 +61,7 @@ def test_the_readme_command_names_every_reason() -> None:
     assert "device-plugin-down device plugin down on 1 node, 8 GPUs not advertised" in text
     assert "ip-10-0-1-23.ec2.internal: nvidia.com/gpu: capacity 8 but allocatable 0" in text
     assert "1 of 4 nodes: not tried, as evicting pods cannot fix what rejected the node" in text
-    doc = json.loads(gpuguard(*argv, "--format", "json").stdout)
+    doc = json.loads(gpuguard_here(*argv, "--format", "json").stdout)
     found = reasons(doc, PENDING)
     assert set(found) == {dg.SCHEDULER, dg.FRAGMENTATION, dg.PLUGIN_DOWN}
     assert found[dg.FRAGMENTATION]["nodes"] == ["ip-10-0-1-21.ec2.internal", "ip-10-0-1-22.ec2.internal"]
@@ -76,13 +77,13 @@ def test_a_directory_is_read_like_audit_reads_one(tmp_path: Path) -> None:
     (dumps / "nested" / "pods.yaml").write_text(yaml.safe_dump({**doc, "items": rest}))
     shutil.copy(ROOT / "examples" / "manifests" / "inference-vllm.yaml", dumps / "not-a-dump.yaml")
     (dumps / "README.txt").write_text("not read")
-    whole = json.loads(gpuguard("why-pending", "-A", "--dump", str(EXAMPLE), "--format", "json").stdout)
-    done = gpuguard("why-pending", "-A", "--dump", str(dumps), "--format", "json")
+    whole = json.loads(gpuguard_here("why-pending", "-A", "--dump", str(EXAMPLE), "--format", "json").stdout)
+    done = gpuguard_here("why-pending", "-A", "--dump", str(dumps), "--format", "json")
     assert done.code == 0, done.stderr
     assert json.loads(done.stdout) == whole
     empty = tmp_path / "empty"
     empty.mkdir()
-    done = gpuguard("why-pending", "-A", "--dump", str(empty))
+    done = gpuguard_here("why-pending", "-A", "--dump", str(empty))
     assert done.code == 2 and done.stdout == ""
     assert f"no *.yaml, *.yml or *.json file in directory {empty}" in done.stderr
 

@@ -18,8 +18,9 @@ import yaml
 from tests.gpuguard.test_schemas import validator
 from tests.support.browser import dom, measure, screenshot
 from tests.support.fake_apiserver import ALL_RESOURCES, KUEUE_RESOURCES, FakeApiServer, serving
+from tests.support.inprocess import gpuguard_here
 from tests.support.paths import ROOT
-from tests.support.proc import Run, gpuguard
+from tests.support.proc import Run
 from tests.whypending.test_cmd_live import kubeconfig
 
 EXAMPLE = ROOT / "examples" / "pending-gangs-dump.yaml"
@@ -38,7 +39,7 @@ def readme_command() -> list[str]:
 
 
 def run(*argv: str) -> Run:
-    done = gpuguard(*argv)
+    done = gpuguard_here(*argv)
     assert done.code == 0, done.stderr
     return done
 

@@ -15,6 +15,7 @@ Layout per rule:
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from policies.facts_build import facts_from_objects
 from policies.images import ImageConfig, ImageLookup
 from policies.registry import RULES
 from tests.support.paths import EXAMPLES, FIXTURES
+from tests.support.trees import tree_copy
 
 RULE_FIXTURES = FIXTURES / "rules"
 EXAMPLE_CLUSTER = EXAMPLES / "cluster.yaml"
@@ -58,12 +60,18 @@ def _expected(chunk: str) -> tuple[set[str], str | None]:
     return paths, severity
 
 
+@functools.cache
+def _cluster_objects(path: Path) -> tuple[Any, ...]:
+    """A cluster file's objects, parsed once (libyaml); each fixture gets its own copy and fresh facts."""
+    return tuple(yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader))
+
+
 def _setup(rule_dir: Path) -> tuple[Config, ClusterFacts]:
     config = load_config(yaml.safe_load((rule_dir / "config.yaml").read_text())) if (
         rule_dir / "config.yaml"
     ).exists() else Config()
     cluster = rule_dir / "cluster.yaml" if (rule_dir / "cluster.yaml").exists() else EXAMPLE_CLUSTER
-    facts = facts_from_objects(list(yaml.safe_load_all(cluster.read_text())))
+    facts = facts_from_objects(tree_copy(list(_cluster_objects(cluster))))
     return config, facts
 
 
