@@ -90,7 +90,12 @@ def _pods(short: Shortfall, ctx: WorkloadContext) -> str:
 
 
 def _where(short: Shortfall) -> str:
-    useful = sorted((r for r in short.rooms if r.pods and r.known), key=lambda r: (-r.pods, r.verdict.describe()))
+    """The rooms that hold some pods; when none holds any, the nodes they fit and what bounds each
+    to no pod (another resource the pods request, such as an EFA interface)."""
+    known = [r for r in short.rooms if r.known]
+    useful = sorted((r for r in known if r.pods), key=lambda r: (-r.pods, r.verdict.describe()))
+    if not useful:
+        useful = sorted((r for r in known if not r.is_pool and r.bound_by), key=lambda r: r.verdict.describe())
     shown = [r.describe() for r in useful[:MAX_ROOMS]]
     if len(useful) > MAX_ROOMS:
         shown.append(f"{len(useful) - MAX_ROOMS} more")

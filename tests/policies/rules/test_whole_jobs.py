@@ -55,6 +55,17 @@ def test_memory_not_gpus_can_bound_a_gang() -> None:
     assert "1 per node by memory" in f.message
 
 
+
+def test_nodes_that_hold_no_pod_say_what_bounds_them() -> None:
+    lws = doc("gangs/kubernetes-sigs__lws__docs__examples__vllm__GPU__lws.yaml", "LeaderWorkerSet")
+    # Two nodes with GPUs to spare but 500Gi of ephemeral storage each: no pod of 800Gi fits on either.
+    small = [h100("n0"), h100("n1")]
+    for node in small:
+        node["status"]["allocatable"]["ephemeral-storage"] = "500Gi"
+    (f,) = findings(lws, facts_from_objects(small), "gpu-gang-unschedulable")
+    assert "the 2 nodes they fit hold at most 0 such pods at once (" in f.message
+    assert "0 per node by ephemeral-storage" in f.message, f.message
+
 def test_volcano_mindspore_job_gang_of_three() -> None:
     job = doc("real/volcano-sh__volcano__example__MindSpore-example__mindspore_gpu__mindspore-gpu.yaml", "Job")
     one_gpu = h100("n0")
