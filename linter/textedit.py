@@ -58,6 +58,9 @@ class Node:
     flow: bool = False
     style: str = ""  # a scalar's: "" plain, "'", '"', "|", ">"
     value: str = ""  # a scalar's text, unresolved
+    anchor: str = ""  # the anchor it defines (``&name``), if any
+    target: Node | None = None  # an alias's anchored node
+    aliases: int = 0  # how many aliases name this (anchored) node
     keys: list[Node] = field(default_factory=list)
     values: list[Node] = field(default_factory=list)
     items: list[Node] = field(default_factory=list)
@@ -75,6 +78,7 @@ def parse(text: str) -> Node:
     stack: list[Node] = []
     root: Node | None = None
     documents = 0
+    anchors: dict[str, Node] = {}  # an alias names the latest node anchored so before it
     try:
         for event in yaml.parse(text, Loader=_loader()):
             if isinstance(event, events.DocumentStartEvent):
@@ -92,12 +96,17 @@ def parse(text: str) -> Node:
             if isinstance(event, events.ScalarEvent):
                 node = Node("scalar", start, end, style=event.style or "", value=event.value)
             elif isinstance(event, events.AliasEvent):
-                node = Node("alias", start, end)
+                node = Node("alias", start, end, target=anchors.get(event.anchor or ""))
+                if node.target is not None:
+                    node.target.aliases += 1
             elif isinstance(event, events.MappingStartEvent | events.SequenceStartEvent):
                 kind = "map" if isinstance(event, events.MappingStartEvent) else "seq"
                 node = Node(kind, start, end, flow=bool(event.flow_style))
             else:
                 continue
+            anchor = getattr(event, "anchor", None)
+            if anchor and node.kind != "alias":
+                node.anchor, anchors[anchor] = anchor, node
             if stack:
                 parent = stack[-1]
                 if parent.kind == "seq":
@@ -416,9 +425,17 @@ def _key_text(key: Node) -> str | None:
 
 
 class _Patcher:
+    """Ops applied to views of the document's nodes.  A node with an anchor is one node wherever its
+    aliases repeat it: an edit to it is made once, in the anchored text, and only when the same edit
+    is asked at the anchor and at every alias (as a controller's fix for identical tasks is), since
+    otherwise it would change a place no op named."""
+
     def __init__(self, root: Node) -> None:
         self.root = root
         self.views: dict[int, _View] = {}
+        # (anchored node, the op below it) -> the occurrences (anchor or alias nodes) it was asked at
+        self.shared_edits: dict[tuple[int, str], set[int]] = {}
+        self.occurrences: dict[int, int] = {}
 
     def view(self, node: Node) -> _View:
         if node.kind not in ("map", "seq"):
@@ -428,16 +445,37 @@ class _Patcher:
             found = self.views[id(node)] = _View(node)
         return found
 
+    def _through(self, child: Node, below: list[str], op: PatchOp, shared: list[Node]) -> Node:
+        """``child``, or the node an alias names; notes an anchored node the op goes through."""
+        node = child.target if child.kind == "alias" and child.target is not None else child
+        if node.anchor:
+            shared.append(node)
+            if len(shared) > 1:
+                raise Unsupported("an op through nested anchors")
+            self.occurrences[id(node)] = node.aliases + 1
+            edit = json.dumps([op.op, below, op.value], sort_keys=True, default=str)
+            self.shared_edits.setdefault((id(node), edit), set()).add(id(child))
+        return node
+
+    def check_shared(self) -> None:
+        for (node, _), seen in self.shared_edits.items():
+            if len(seen) != self.occurrences[node]:
+                raise Unsupported("an edit of an anchored node would change its other occurrences")
+
     def apply(self, op: PatchOp) -> None:
         tokens = pointer.split(op.path)
         if not tokens:
             raise Unsupported("an op on the document root")
+        shared: list[Node] = []
+        if self.root.anchor:
+            raise Unsupported("an anchored document root")
         here: _View | Any = self.view(self.root)
-        for token in tokens[:-1]:
+        for depth, token in enumerate(tokens[:-1]):
             if isinstance(here, _View):
                 entry = self._entry(here, token)
                 child = entry.child
-                here = child.value if isinstance(child, _Fresh) else self.view(child)
+                here = child.value if isinstance(child, _Fresh) else self.view(
+                    self._through(child, tokens[depth + 1:], op, shared))
             elif isinstance(here, dict) and token in here:
                 here = here[token]
             elif isinstance(here, list) and (i := index_of(token, len(here))) is not None:
@@ -744,6 +782,7 @@ def patch_text(text: str, ops: Iterable[PatchOp]) -> str:
     patcher = _Patcher(root)
     for op in ops:
         patcher.apply(op)
+    patcher.check_shared()
     layout = Layout(text, root)
     writer = _Writer(layout, patcher)
     writer.emit(root, None)

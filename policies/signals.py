@@ -339,6 +339,11 @@ INFRASTRUCTURE_IMAGE_PATHS: tuple[str, ...] = (
     # image, deployments/helm/gpud/values.yaml: nvcr.io/nvidia/lepton/gpud): a privileged DaemonSet that
     # reads every GPU of its node, as DCGM exporter does.
     "nvidia/lepton/gpud",
+    # Azure's GPU driver installer for AKS nodes ("Run an image as a privileged container in the host PID
+    # namespace. It enters the host mount namespace, installs the selected GPU driver": Azure/aks-gpu@0338d1c3
+    # README.md; its DaemonSet, Azure/aks-gpu@dde32393 manifests.yaml: mcr.microsoft.com/aks/aks-gpu, privileged,
+    # hostPID).
+    "aks/aks-gpu",
     # The AMD GPU Operator's operand images (ROCm/gpu-operator@6df13c17 helm-charts-k8s/values.yaml:
     # the operator, its utils, device plugin and node labeller, metrics exporter, test runner,
     # device config manager and DRA driver).
@@ -349,8 +354,9 @@ INFRASTRUCTURE_IMAGE_DIRS: tuple[str, ...] = ("nvidia/cloud-native/",)
 
 
 def is_infrastructure_image(image: object) -> bool:
-    """Whether ``image`` is one of NVIDIA's or AMD's GPU infrastructure images (for manifests that
-    name no namespace; a namespace decides where one is named)."""
+    """Whether ``image`` is one of the GPU infrastructure images above (GPU Operator operands, device
+    plugins, driver installers), for manifests that name no namespace; a namespace decides where one
+    is named."""
     ref = parse_image(image) if isinstance(image, str) else None
     if ref is None:
         return False

@@ -45,8 +45,13 @@ GPU infrastructure (the GPU Operator's operands, device plugins, DRA drivers, DC
 every GPU by design.  In the namespaces of the option ``infrastructureNamespaces`` every finding is
 kept as **info**.  An object that names no namespace (a chart's manifests, the GPU Operator's
 ``assets/``) is infrastructure when it mounts kubelet directories only node agents use
-(device-plugins, plugins_registry, pod-resources), when its images are all NVIDIA's GPU
-infrastructure images, or when it is a GPU Operator operand by image and shape (policies.operands:
+(device-plugins, plugins_registry, pod-resources), when its images are all GPU infrastructure
+images (policies.signals: operands, device plugins, AKS's driver installer), when it is a GPU
+monitor (every container that sets ``NVIDIA_VISIBLE_DEVICES`` asks the NVIDIA runtime for the
+``utility`` driver capability alone: "required for using nvidia-smi and NVML", not ``compute``,
+"required for CUDA and OpenCL applications", NVIDIA Container Toolkit, Specialized Configurations
+with Docker, Driver Capabilities; none privileged or mounting device nodes), or when it is a GPU
+Operator operand by image and shape (policies.operands:
 infrastructure images, or the operator's ``FILLED BY THE OPERATOR`` placeholder, and pods that
 select nodes by ``nvidia.com/gpu.deploy.<operand>``); anywhere else, none of these is an exemption
 a tenant could claim by copying it.  In any other namespace only an operand DaemonSet that the GPU
@@ -214,11 +219,46 @@ def _unnamed_infrastructure(ctx: RuleContext) -> str | None:
         path = as_dict(as_dict(vol).get("hostPath")).get("path")
         if isinstance(path, str) and (directory := infrastructure_dir(path)) is not None:
             return f"the pod mounts {directory}: GPU infrastructure, which sees every GPU by design"
+    monitor = _monitor_only(ctx)
+    if monitor is not None:
+        return monitor
     images = [c.container.get("image") for c in ctx.pod.containers]
     if images and all(is_infrastructure_image(i) for i in images):
-        return ("its images are GPU infrastructure (NVIDIA's or AMD's GPU Operator, device plugins), which sees "
-                "every GPU by design")
+        return ("its images are GPU infrastructure (GPU Operator operands, device plugins, driver installers), "
+                "which sees every GPU by design")
     return None
+
+
+def _monitor_only(ctx: RuleContext) -> str | None:
+    """Why the pod is a GPU monitor, or None: each container that sets NVIDIA_VISIBLE_DEVICES itself asks
+    for the ``utility`` driver capability only (NVML, nvidia-smi: no CUDA library), and no container is
+    privileged or mounts device nodes (raw device access needs no library from the runtime)."""
+    if any(is_device_host_path(p) for p in _host_paths(ctx)):
+        return None
+    named = False
+    for c in ctx.pod.containers:
+        if as_dict(c.container.get("securityContext")).get("privileged") is True:
+            return None
+        env = {e.get("name"): e.get("value") for e in as_list(c.container.get("env")) if isinstance(e, dict)}
+        if env.get(NVIDIA_DEVICE_ENV) in (None, "", "void", "none"):
+            continue
+        capabilities = env.get("NVIDIA_DRIVER_CAPABILITIES")
+        if not isinstance(capabilities, str) or {p.strip() for p in capabilities.split(",") if p.strip()} != {
+            "utility"
+        }:
+            return None
+        named = True
+    if not named:
+        return None
+    return ("NVIDIA_DRIVER_CAPABILITIES=utility gives it NVML and nvidia-smi, no CUDA: a GPU monitor, which sees "
+            "every GPU by design")
+
+
+def _host_paths(ctx: RuleContext) -> Iterator[str]:
+    for vol in as_list(ctx.pod.spec.get("volumes")):
+        path = as_dict(as_dict(vol).get("hostPath")).get("path")
+        if isinstance(path, str):
+            yield path
 
 
 class _Reach:

@@ -49,6 +49,9 @@ CORPUS_FLOORS = {
     "holdout8": FLOORS,
     # Judged as first linted, after the holdout8 fix: 0.50 / 0.96 / 0.96 / 0.95 / 0.96, the floors.
     "holdout9": {"none": 0.50, "sample": 0.96, "eks": 0.96, "gke": 0.95, "onprem-mig": 0.96},
+    # Judged as first linted, after the holdout9 changes: 0.67 / 0.91 / 0.90 / 0.92 / 0.83; 1.00 everywhere
+    # after its two fixed classes (a GPU monitor with the utility capability alone, AKS's driver installer).
+    "holdout10": FLOORS,
 }
 
 
@@ -172,6 +175,8 @@ HOLDOUTS: tuple[tuple[str, int, int, frozenset[str], bool], ...] = (
                                      "MIT__Azure__ai-infrastructure-on-azure.txt"}), True),
     ("holdout9", 35, 15, frozenset({"MIT__mudler__LocalAI.txt", "MIT__ollama__ollama.txt",
                                      "MIT-0__aws-samples__aws-do-kubeflow.txt"}), True),
+    ("holdout10", 38, 20, frozenset({"MIT__Azure__aks-gpu.txt", "MIT__utkuozdemir__nvidia_gpu_exporter.txt",
+                                      "BSD-3-Clause__weaviate__weaviate-helm.txt"}), True),
 )
 PERMISSIVE = {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
 

@@ -328,3 +328,52 @@ def test_any_layout_gets_exactly_the_patch_and_keeps_its_lines(case: tuple[str, 
     assert YAML(typ="safe", pure=True).load(out) == expected, out
     assert bound is None or _lines_not_kept(text, out) <= bound, (text, out)
     assert fix_document(text, ops) == out
+
+
+ANCHORED = """\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: j}
+spec:
+  tasks:
+  - name: master
+    template:
+      spec: &task-spec
+        containers:
+        - {name: c, image: x, resources: &res {limits: {nvidia.com/gpu: 8}}}
+  - name: worker
+    template:
+      spec: *task-spec
+  - name: cpu
+    template:
+      spec:
+        containers:
+        - {name: c, image: x, resources: *res}
+"""
+
+
+def test_the_same_edit_at_an_anchor_and_its_alias_is_made_once_in_the_anchored_text() -> None:
+    # nebius/ml-cookbook's Volcano job shares one pod spec (&task-spec) between its two tasks; the
+    # taint fix asks the same toleration of both.
+    ops = [PatchOp("add", f"/spec/tasks/{i}/template/spec/tolerations", [TOLERATION]) for i in (0, 1)]
+    fixed = patch_text(ANCHORED, ops)
+    added = [line for line in difflib.ndiff(ANCHORED.splitlines(), fixed.splitlines()) if line.startswith("+ ")]
+    removed = [line for line in difflib.ndiff(ANCHORED.splitlines(), fixed.splitlines()) if line.startswith("- ")]
+    assert removed == [] and len(added) == 4 and "*task-spec" in fixed and "&task-spec" in fixed
+    expected = jsonpatch.apply_patch(yaml.safe_load(ANCHORED), [op.to_dict() for op in ops])
+    assert yaml.safe_load(fixed) == expected
+    assert fix_document(ANCHORED, ops) == fixed
+
+
+@pytest.mark.parametrize("indices", [(0,), (1,)])
+def test_an_edit_of_an_anchored_node_at_only_some_of_its_places_is_not_a_text_edit(indices: tuple[int, ...]) -> None:
+    ops = [PatchOp("add", f"/spec/tasks/{i}/template/spec/tolerations", [TOLERATION]) for i in indices]
+    with pytest.raises(Unsupported, match="anchored node"):
+        patch_text(ANCHORED, ops)
+
+
+def test_an_anchor_shared_with_a_cpu_task_is_not_edited_for_the_gpu_tasks_alone() -> None:
+    ops = [PatchOp("add", f"/spec/tasks/{i}/template/spec/containers/0/resources/requests", {"nvidia.com/gpu": 8})
+           for i in (0, 1)]  # through &task-spec (twice) and &res, which the cpu task names as well
+    with pytest.raises(Unsupported):
+        patch_text(ANCHORED, ops)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from policies import evaluate
 from policies.signals import DEVICE_ENV_NAMES, HOST_PATH_MARKERS, is_device_host_path
+from policies.types import Severity
 
 DEVICE_PATHS = ["/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-caps", "/dev/dri", "/dev/dri/renderD128"]
 
@@ -76,6 +77,8 @@ def test_unrelated_signals_are_not_gpu_related() -> None:
     ("nvcr.io/nvidia/gpu-feature-discovery:v0.8.2", True),  # standalone GFD, before it joined the device plugin
     ("nvcr.io/nvidia/lepton/gpud:latest", True),  # NVIDIA's GPUd health daemon (leptonai/gpud's chart)
     ("nvcr.io/nvidia/lepton/gpud-worker:1", False),
+    ("mcr.microsoft.com/aks/aks-gpu:${TAG}", True),  # AKS's GPU driver installer (Azure/aks-gpu manifests.yaml)
+    ("mcr.microsoft.com/aks/aks-gpu-helper:1", False),
     ("rocm/pytorch:latest", False),  # a workload image of the same organisation
     ("docker.io/someone/rocm/test-runner-fork:1", False),
     ("nvcr.io/nvidia/pytorch:24.05-py3", False),
@@ -120,3 +123,48 @@ def test_a_gpu_run_ai_allocated_is_no_bypass() -> None:
     # Without Run:ai's scheduler, an allocation it recorded, or its ConfigMap key, the variable is a bypass.
     for other in (_runai_pod(scheduler="default-scheduler"), _runai_pod(allocated="0"), _runai_pod(key="GPUS")):
         assert [f.severity.name for f in bypass(other)] == ["ERROR"]
+
+
+def _monitor(env: list[dict[str, str]], namespace: str | None = None, **container: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "exporter"}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta, "spec": {
+        "selector": {"matchLabels": {"app": "e"}}, "template": {"metadata": {"labels": {"app": "e"}}, "spec": {
+            "runtimeClassName": "nvidia",
+            "containers": [{"name": "exporter", "image": "docker.io/utkuozdemir/nvidia_gpu_exporter:1.3.1",
+                            "env": env, **container}]}}}}
+
+
+UTILITY = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}, {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"}]
+
+
+@pytest.mark.parametrize(("env", "container", "severity"), [
+    # utkuozdemir/nvidia_gpu_exporter's chart: every GPU for nvidia-smi, the utility capability alone.
+    (UTILITY, {}, Severity.INFO),
+    ([UTILITY[0], {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": " utility "}], {}, Severity.INFO),
+    ([UTILITY[0], {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"}], {}, Severity.ERROR),
+    ([UTILITY[0], {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "all"}], {}, Severity.ERROR),
+    ([UTILITY[0]], {}, Severity.ERROR),  # the default capabilities include compute
+    ([UTILITY[0], {"name": "NVIDIA_DRIVER_CAPABILITIES", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}}],
+     {}, Severity.ERROR),
+    (UTILITY, {"securityContext": {"privileged": True}}, Severity.ERROR),  # raw devices need no library
+])
+def test_a_gpu_monitor_with_the_utility_capability_alone_is_infrastructure_in_a_lint_run(
+    env: list[dict[str, Any]], container: dict[str, Any], severity: Severity
+) -> None:
+    from policies.env_sources import EnvSources
+
+    for namespace in (None, "monitoring"):  # a lint run (its env sources given) judges what the pod is
+        found = [f for f in evaluate(_monitor(env, namespace, **container), env_sources=EnvSources()).findings
+                 if f.rule == "gpu-device-access-bypass"]
+        assert found and max(f.severity for f in found) is severity, found
+        if severity is Severity.INFO:
+            assert all("NVIDIA_DRIVER_CAPABILITIES=utility gives it NVML and nvidia-smi" in f.message for f in found)
+
+
+def test_a_gpu_monitor_at_admission_keeps_its_finding() -> None:
+    """A tenant's pod in its own namespace could name the utility capability and bring its own CUDA
+    library to the device nodes: at admission only infrastructureNamespaces make it infrastructure."""
+    found = [f for f in evaluate(_monitor(UTILITY, namespace="team-a")).findings if f.rule == "gpu-device-access-bypass"]
+    assert [f.severity for f in found] == [Severity.ERROR]
