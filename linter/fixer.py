@@ -170,10 +170,27 @@ def _reads_as_patched(before: str, after: str, ops: list[dict[str, Any]], before
     import jsonpatch
 
     try:
-        if _load_11(after) != jsonpatch.apply_patch(_load_11(before), ops):
+        if _load_11(after) != jsonpatch.apply_patch(_unshared(_load_11(before)), ops):
             return False
-        return before_12 is None or bool(_load_12(after) == jsonpatch.apply_patch(before_12, ops))
+        return before_12 is None or bool(_load_12(after) == jsonpatch.apply_patch(_unshared(before_12), ops))
     except Exception:
+        return False
+
+
+def _unshared(value: Any) -> Any:
+    """``value`` with every node its own: what an op at one path of the object the API server gets
+    changes, where YAML aliases made several paths one node."""
+    if isinstance(value, dict):
+        return {k: _unshared(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unshared(v) for v in value]
+    return value
+
+
+def _has_aliases(text: str) -> bool:
+    try:
+        return any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=yaml.CSafeLoader))
+    except yaml.YAMLError:
         return False
 
 
@@ -235,6 +252,9 @@ def _rewrite(segment_text: str, ops: list[PatchOp], inline_start: bool) -> str:
         apply_op(tree, op)
     expected = jsonpatch.apply_patch(before, [op.to_dict() for op in ops])
     if to_plain(tree) != expected:
+        if _has_aliases(segment_text):
+            raise FixError("a YAML alias repeats a node the fix changes at only some of the places it appears; "
+                           "not writing it: apply the fix by hand")
         raise FixError("the fixed document differs from the JSON Patch result; not writing it")
     out = io.StringIO()
     try:

@@ -377,3 +377,11 @@ def test_an_anchor_shared_with_a_cpu_task_is_not_edited_for_the_gpu_tasks_alone(
            for i in (0, 1)]  # through &task-spec (twice) and &res, which the cpu task names as well
     with pytest.raises(Unsupported):
         patch_text(ANCHORED, ops)
+
+
+def test_a_fix_at_one_place_of_an_aliased_node_is_refused_not_spread() -> None:
+    # The round-trip writer would change the anchored node, so the alias's place too (the cpu task
+    # would ask for GPUs): the fix is refused with the reason.
+    op = PatchOp("add", "/spec/tasks/0/template/spec/containers/0/resources/requests", {"nvidia.com/gpu": 8})
+    with pytest.raises(FixError, match="YAML alias repeats a node the fix changes"):
+        fix_document(ANCHORED, [op])
