@@ -60,6 +60,8 @@ HOLDOUT9 = CORPUS / "holdout9"
 HOLDOUT9_JUDGED = FIXTURES / "corpus-holdout9-judged.json"
 HOLDOUT10 = CORPUS / "holdout10"
 HOLDOUT10_JUDGED = FIXTURES / "corpus-holdout10-judged.json"
+HOLDOUT11 = CORPUS / "holdout11"
+HOLDOUT11_JUDGED = FIXTURES / "corpus-holdout11-judged.json"
 # Each judged corpus and its judgements: ``fresh`` (what the misreadings were found and fixed on),
 # ``holdout`` (gathered after those fixes; its first-contact misreadings were fixed in turn) and
 # ``holdout2`` (gathered after those; three of its classes fixed in turn) and ``holdout3`` (gathered
@@ -67,7 +69,8 @@ HOLDOUT10_JUDGED = FIXTURES / "corpus-holdout10-judged.json"
 # and ``holdout5`` (the same, after those fixes; both judged as first linted, nothing changed between),
 # ``holdout6`` (after the holdout5 fixes, judged as first linted), ``holdout7`` (after holdout6, from
 # repositories in no other corpus, judged as first linted) ``holdout8`` (the same, after holdout7's fixes)
-# ``holdout9`` (the same, after holdout8's) and ``holdout10`` (the same, after holdout9's).
+# ``holdout9`` (the same, after holdout8's), ``holdout10`` (the same, after holdout9's) and ``holdout11``
+# (the same, after holdout10's).
 CORPORA: dict[str, tuple[Path, Path]] = {
     "fresh": (FRESH, JUDGED), "holdout": (HOLDOUT, HOLDOUT_JUDGED), "holdout2": (HOLDOUT2, HOLDOUT2_JUDGED),
     "holdout3": (HOLDOUT3, HOLDOUT3_JUDGED),
@@ -78,6 +81,7 @@ CORPORA: dict[str, tuple[Path, Path]] = {
     "holdout8": (HOLDOUT8, HOLDOUT8_JUDGED),
     "holdout9": (HOLDOUT9, HOLDOUT9_JUDGED),
     "holdout10": (HOLDOUT10, HOLDOUT10_JUDGED),
+    "holdout11": (HOLDOUT11, HOLDOUT11_JUDGED),
 }
 CLUSTERS = FIXTURES / "clusters"
 README = ROOT / "README.md"
