@@ -311,6 +311,26 @@ def holds_device_nodes(host_path: str) -> bool:
     return normal in ("/", "/dev")
 
 
+# HiveD, a scheduler that allocates GPUs itself: "The scheduler directly delivers GPU isolation decision to
+# nvidia-container-runtime through Pod Env NVIDIA_VISIBLE_DEVICES" (or AMD_VISIBLE_DEVICES), taken with the
+# downward API from this annotation, which "will be populated by scheduler when bind the pod"
+# (microsoft/hivedscheduler@66f26ac4 doc/user-manual.md, Scheduling GPUs; its examples' schedulerName).
+HIVED_SCHEDULER_NAME = "hivedscheduler"
+HIVED_ISOLATION_FIELD = "metadata.annotations['hivedscheduler.microsoft.com/pod-leaf-cell-isolation']"
+
+
+def scheduler_allocated(var: Mapping[str, Any], spec: Mapping[str, Any]) -> str | None:
+    """Who allocates the devices a device variable taken from the downward API names, when a GPU
+    scheduler does: the pod goes to that scheduler and names no node itself (a pod bound by its
+    author would keep whatever value its author wrote into the annotation)."""
+    value_from = var.get("valueFrom")
+    field_ref = value_from.get("fieldRef") if isinstance(value_from, Mapping) else None
+    path = field_ref.get("fieldPath") if isinstance(field_ref, Mapping) else None
+    if path == HIVED_ISOLATION_FIELD and spec.get("schedulerName") == HIVED_SCHEDULER_NAME and not spec.get("nodeName"):
+        return "HiveD"
+    return None
+
+
 # Host directories only node-level GPU infrastructure mounts: the device-plugin registration
 # socket ("Device Plugins can expect to find the socket to register themselves on the host at
 # /var/lib/kubelet/device-plugins/kubelet.sock", kubernetes/community design-proposals

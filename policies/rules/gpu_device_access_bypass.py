@@ -9,7 +9,9 @@ hand out GPUs nobody allocated, so the scheduler and the kubelet believe they ar
   or taken from ``valueFrom``.  On a container *without* GPUs the runtime exposes what it names
   (``all`` included); on a container *with* GPUs (device plugin or DRA claims) its own value comes
   after the device plugin's and wins, so ``all`` gets every GPU of the node, not the allocated
-  ones.  ``void`` on a GPU container hides the GPUs it asked for: a warning.
+  ones.  ``void`` on a GPU container hides the GPUs it asked for: a warning.  A value the HiveD
+  scheduler allocates (the downward API's view of the annotation it sets when it binds the pod, in
+  a pod that goes to it and names no node) is that scheduler's allocation: info.
 * **the image's own value** — CUDA base images (and ``pytorch/pytorch``, vLLM, TensorFlow's
   ``-gpu`` images, NGC) set ``NVIDIA_VISIBLE_DEVICES=all``; a container that requests no GPU gets
   every GPU of the node it lands on unless it sets ``void``.  An error when cluster facts show GPU
@@ -111,6 +113,7 @@ from policies.signals import (
     kai_share_container,
     mounted_device_path,
     runai_share_containers,
+    scheduler_allocated,
 )
 from policies.types import RelPath, Severity, Violation
 
@@ -372,6 +375,17 @@ def _env_violations(
         if "valueFrom" in var and value is None:
             from_config_map = isinstance(as_dict(var["valueFrom"]).get("configMapKeyRef"), dict)
             if share and name == NVIDIA_DEVICE_ENV and from_config_map:
+                continue
+            allocator = scheduler_allocated(var, ctx.pod.spec)
+            if allocator is not None:
+                yield Violation(
+                    message=(
+                        f"container {c.name!r} takes {name} from the annotation the {allocator} scheduler sets when it "
+                        "binds the pod: the GPUs it allocates, not the device plugin's"
+                    ),
+                    path=path,
+                    severity=Severity.INFO,
+                )
                 continue
             shown = "a value from valueFrom, which gpuguard cannot see"
         else:

@@ -54,6 +54,9 @@ CORPUS_FLOORS = {
     "holdout10": FLOORS,
     # Judged as first linted, after the holdout10 fixes: 0.67 / 0.95 / 0.95 / 0.95 / 0.95, the floors.
     "holdout11": {"none": 0.66, "sample": 0.95, "eks": 0.95, "gke": 0.95, "onprem-mig": 0.95},
+    # Judged as first linted, with holdout11 unchanged: 0.00 / 0.21 / 0.00 / 0.09 / 0.15; after its HiveD class
+    # was fixed, 0.00 / 0.60 / 0.00 / 0.50 / 0.50 (Kepler's privileged GPU power exporter, not fixed), the floors.
+    "holdout12": {"none": 0.0, "sample": 0.60, "eks": 0.0, "gke": 0.50, "onprem-mig": 0.50},
 }
 
 
@@ -181,6 +184,8 @@ HOLDOUTS: tuple[tuple[str, int, int, frozenset[str], bool], ...] = (
                                       "BSD-3-Clause__weaviate__weaviate-helm.txt"}), True),
     ("holdout11", 28, 12, frozenset({"MIT__silogen__kaiwo.txt", "MIT__vehagn__homelab.txt",
                                       "MIT__amd-enterprise-ai__solution-blueprints.txt"}), True),
+    ("holdout12", 16, 10, frozenset({"MIT__microsoft__hivedscheduler.txt", "MIT__gavinmcfall__home-ops.txt",
+                                      "MIT__jfroy__flatops.txt"}), True),
 )
 PERMISSIVE = {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
 

@@ -168,3 +168,26 @@ def test_a_gpu_monitor_at_admission_keeps_its_finding() -> None:
     library to the device nodes: at admission only infrastructureNamespaces make it infrastructure."""
     found = [f for f in evaluate(_monitor(UTILITY, namespace="team-a")).findings if f.rule == "gpu-device-access-bypass"]
     assert [f.severity for f in found] == [Severity.ERROR]
+
+
+def _hived(**spec: Any) -> dict[str, Any]:
+    """A pod of microsoft/hivedscheduler's basic example: GPUs allocated by the scheduler, named to the
+    NVIDIA runtime through the annotation it sets when it binds the pod."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "demo1-a-0", "namespace": "ml"}, "spec": {
+        "schedulerName": "hivedscheduler", **spec,
+        "containers": [{"name": "ubuntu", "image": "ubuntu:trusty",
+                        "resources": {"limits": {"hivedscheduler.microsoft.com/pod-scheduling-enable": 1}},
+                        "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"fieldRef": {
+                            "fieldPath": "metadata.annotations['hivedscheduler.microsoft.com/pod-leaf-cell-isolation']"}}}]}]}}
+
+
+@pytest.mark.parametrize(("spec", "severity"), [
+    ({}, Severity.INFO),
+    ({"schedulerName": "default-scheduler"}, Severity.ERROR),  # no HiveD sets the annotation
+    ({"nodeName": "gpu-node-1"}, Severity.ERROR),  # bound by its author: the annotation is whatever they wrote
+])
+def test_gpus_the_hived_scheduler_allocates_are_no_bypass(spec: dict[str, Any], severity: Severity) -> None:
+    found = [f for f in evaluate(_hived(**spec)).findings if f.rule == "gpu-device-access-bypass"]
+    assert [f.severity for f in found] == [severity], found
+    if severity is Severity.INFO:
+        assert "the HiveD scheduler sets when it binds the pod" in found[0].message
