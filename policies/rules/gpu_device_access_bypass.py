@@ -52,7 +52,8 @@ images (policies.signals: operands, device plugins, AKS's driver installer), whe
 monitor (every container that sets ``NVIDIA_VISIBLE_DEVICES`` asks the NVIDIA runtime for the
 ``utility`` driver capability alone: "required for using nvidia-smi and NVML", not ``compute``,
 "required for CUDA and OpenCL applications", NVIDIA Container Toolkit, Specialized Configurations
-with Docker, Driver Capabilities; none privileged or mounting device nodes), or when it is a GPU
+with Docker, Driver Capabilities; none privileged or mounting device nodes) or a privileged container
+asks for the MIG monitor capability (``NVIDIA_MIG_MONITOR_DEVICES=all``, which node agents request), or when it is a GPU
 Operator operand by image and shape (policies.operands:
 infrastructure images, or the operator's ``FILLED BY THE OPERATOR`` placeholder, and pods that
 select nodes by ``nvidia.com/gpu.deploy.<operand>``); anywhere else, none of these is an exemption
@@ -222,7 +223,7 @@ def _unnamed_infrastructure(ctx: RuleContext) -> str | None:
         path = as_dict(as_dict(vol).get("hostPath")).get("path")
         if isinstance(path, str) and (directory := infrastructure_dir(path)) is not None:
             return f"the pod mounts {directory}: GPU infrastructure, which sees every GPU by design"
-    monitor = _monitor_only(ctx)
+    monitor = _monitor_only(ctx) or _mig_monitor(ctx)
     if monitor is not None:
         return monitor
     images = [c.container.get("image") for c in ctx.pod.containers]
@@ -255,6 +256,22 @@ def _monitor_only(ctx: RuleContext) -> str | None:
         return None
     return ("NVIDIA_DRIVER_CAPABILITIES=utility gives it NVML and nvidia-smi, no CUDA: a GPU monitor, which sees "
             "every GPU by design")
+
+
+def _mig_monitor(ctx: RuleContext) -> str | None:
+    """Why the pod is a GPU monitoring agent, or None: a privileged container asks the NVIDIA runtime for
+    the MIG monitor capability (``NVIDIA_MIG_MONITOR_DEVICES=all``, which the runtime grants to privileged
+    containers only: NVIDIA/nvidia-container-toolkit's TestMigCapsValidate, "errors when requested in a
+    non-privileged container"), as node agents that watch every MIG device do (the device plugin, GFD,
+    DCGM exporter, Kepler)."""
+    for c in ctx.pod.containers:
+        env = {e.get("name"): e.get("value") for e in as_list(c.container.get("env")) if isinstance(e, dict)}
+        if env.get("NVIDIA_MIG_MONITOR_DEVICES") == "all" and as_dict(
+            c.container.get("securityContext")
+        ).get("privileged") is True:
+            return (f"container {c.name!r} asks for the MIG monitor capability (NVIDIA_MIG_MONITOR_DEVICES=all, "
+                    "privileged): a GPU monitoring agent, which sees every GPU by design")
+    return None
 
 
 def _host_paths(ctx: RuleContext) -> Iterator[str]:

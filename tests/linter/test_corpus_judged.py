@@ -54,9 +54,9 @@ CORPUS_FLOORS = {
     "holdout10": FLOORS,
     # Judged as first linted, after the holdout10 fixes: 0.67 / 0.95 / 0.95 / 0.95 / 0.95, the floors.
     "holdout11": {"none": 0.66, "sample": 0.95, "eks": 0.95, "gke": 0.95, "onprem-mig": 0.95},
-    # Judged as first linted, with holdout11 unchanged: 0.00 / 0.21 / 0.00 / 0.09 / 0.15; after its HiveD class
-    # was fixed, 0.00 / 0.60 / 0.00 / 0.50 / 0.50 (Kepler's privileged GPU power exporter, not fixed), the floors.
-    "holdout12": {"none": 0.0, "sample": 0.60, "eks": 0.0, "gke": 0.50, "onprem-mig": 0.50},
+    # Judged as first linted, with holdout11 unchanged: 0.00 / 0.21 / 0.00 / 0.09 / 0.15; 1.00 wherever anything
+    # is reported after its two fixed classes (HiveD's scheduler-allocated GPUs, a privileged MIG monitor).
+    "holdout12": FLOORS,
 }
 
 
@@ -121,11 +121,13 @@ def test_judgements_are_keyed_once_and_only_for_judged_severities(records: list[
 
 
 def test_every_context_has_judged_findings(corpus: str, records: list[dict[str, Any]]) -> None:
-    """Every context is judged; only holdout4 has one without any error or warning (no facts)."""
+    """Every context is judged; only holdout4 (no facts) and holdout12 (no facts, EKS: after its fixes only
+    the sample's, GKE's and the on-prem cluster's own facts give its workloads errors) have one without any
+    error or warning."""
     per_context, _ = jc.tallies(records)
     assert set(per_context) == set(jc.CONTEXTS) == set(FLOORS)
     empty = {c for c, t in per_context.items() if t.earned + t.false == 0}
-    assert empty == ({"none"} if corpus == "holdout4" else set())
+    assert empty == {"holdout4": {"none"}, "holdout12": {"none", "eks"}}.get(corpus, set())
 
 
 @pytest.mark.parametrize("context", list(FLOORS))

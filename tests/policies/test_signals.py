@@ -191,3 +191,24 @@ def test_gpus_the_hived_scheduler_allocates_are_no_bypass(spec: dict[str, Any], 
     assert [f.severity for f in found] == [severity], found
     if severity is Severity.INFO:
         assert "the HiveD scheduler sets when it binds the pod" in found[0].message
+
+
+@pytest.mark.parametrize(("mig_monitor", "privileged", "severity"), [
+    ("all", True, Severity.INFO),  # Kepler's DaemonSet: NVML power readings of every GPU and MIG device
+    ("all", False, Severity.ERROR),  # the runtime refuses the capability to an unprivileged container
+    ("0", True, Severity.ERROR),
+    (None, True, Severity.ERROR),
+])
+def test_a_privileged_mig_monitor_is_gpu_infrastructure_in_a_lint_run(
+    mig_monitor: str | None, privileged: bool, severity: Severity
+) -> None:
+    from policies.env_sources import EnvSources
+
+    env = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+    if mig_monitor is not None:
+        env.append({"name": "NVIDIA_MIG_MONITOR_DEVICES", "value": mig_monitor})
+    obj = _monitor(env, "kepler", securityContext={"privileged": privileged})
+    found = [f for f in evaluate(obj, env_sources=EnvSources()).findings if f.rule == "gpu-device-access-bypass"]
+    assert found and max(f.severity for f in found) is severity, found
+    at_admission = [f for f in evaluate(obj).findings if f.rule == "gpu-device-access-bypass"]
+    assert max(f.severity for f in at_admission) is Severity.ERROR  # a tenant could ask for it too

@@ -72,7 +72,7 @@ HOLDOUT12_JUDGED = FIXTURES / "corpus-holdout12-judged.json"
 # ``holdout6`` (after the holdout5 fixes, judged as first linted), ``holdout7`` (after holdout6, from
 # repositories in no other corpus, judged as first linted) ``holdout8`` (the same, after holdout7's fixes)
 # ``holdout9`` (the same, after holdout8's), ``holdout10`` (the same, after holdout9's), ``holdout11``
-# (the same, after holdout10's) and ``holdout12`` (gathered with holdout11 unchanged).
+# (the same, after holdout10's) and ``holdout12`` (gathered with holdout11 unchanged; two classes fixed in turn).
 CORPORA: dict[str, tuple[Path, Path]] = {
     "fresh": (FRESH, JUDGED), "holdout": (HOLDOUT, HOLDOUT_JUDGED), "holdout2": (HOLDOUT2, HOLDOUT2_JUDGED),
     "holdout3": (HOLDOUT3, HOLDOUT3_JUDGED),
