@@ -57,6 +57,8 @@ CORPUS_FLOORS = {
     # Judged as first linted, with holdout11 unchanged: 0.00 / 0.21 / 0.00 / 0.09 / 0.15; 1.00 wherever anything
     # is reported after its two fixed classes (HiveD's scheduler-allocated GPUs, a privileged MIG monitor).
     "holdout12": FLOORS,
+    # Judged as first linted, after the holdout12 fixes: 0.80 / 0.96 / 0.94 / 0.94 / 0.96, the floors.
+    "holdout13": {"none": 0.80, "sample": 0.96, "eks": 0.94, "gke": 0.94, "onprem-mig": 0.95},
 }
 
 
@@ -188,6 +190,8 @@ HOLDOUTS: tuple[tuple[str, int, int, frozenset[str], bool], ...] = (
                                       "MIT__amd-enterprise-ai__solution-blueprints.txt"}), True),
     ("holdout12", 16, 10, frozenset({"MIT__microsoft__hivedscheduler.txt", "MIT__gavinmcfall__home-ops.txt",
                                       "MIT__jfroy__flatops.txt"}), True),
+    ("holdout13", 33, 12, frozenset({"MIT__ai2cm__fv3net.txt", "MIT__rommelporras__homelab.txt",
+                                      "MIT__redhat-na-ssa__demo-amd-config.txt"}), True),
 )
 PERMISSIVE = {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
 

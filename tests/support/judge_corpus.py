@@ -64,6 +64,8 @@ HOLDOUT11 = CORPUS / "holdout11"
 HOLDOUT11_JUDGED = FIXTURES / "corpus-holdout11-judged.json"
 HOLDOUT12 = CORPUS / "holdout12"
 HOLDOUT12_JUDGED = FIXTURES / "corpus-holdout12-judged.json"
+HOLDOUT13 = CORPUS / "holdout13"
+HOLDOUT13_JUDGED = FIXTURES / "corpus-holdout13-judged.json"
 # Each judged corpus and its judgements: ``fresh`` (what the misreadings were found and fixed on),
 # ``holdout`` (gathered after those fixes; its first-contact misreadings were fixed in turn) and
 # ``holdout2`` (gathered after those; three of its classes fixed in turn) and ``holdout3`` (gathered
@@ -72,7 +74,8 @@ HOLDOUT12_JUDGED = FIXTURES / "corpus-holdout12-judged.json"
 # ``holdout6`` (after the holdout5 fixes, judged as first linted), ``holdout7`` (after holdout6, from
 # repositories in no other corpus, judged as first linted) ``holdout8`` (the same, after holdout7's fixes)
 # ``holdout9`` (the same, after holdout8's), ``holdout10`` (the same, after holdout9's), ``holdout11``
-# (the same, after holdout10's) and ``holdout12`` (gathered with holdout11 unchanged; two classes fixed in turn).
+# (the same, after holdout10's), ``holdout12`` (gathered with holdout11 unchanged; two classes fixed in turn)
+# and ``holdout13`` (the same, after holdout12's).
 CORPORA: dict[str, tuple[Path, Path]] = {
     "fresh": (FRESH, JUDGED), "holdout": (HOLDOUT, HOLDOUT_JUDGED), "holdout2": (HOLDOUT2, HOLDOUT2_JUDGED),
     "holdout3": (HOLDOUT3, HOLDOUT3_JUDGED),
@@ -85,6 +88,7 @@ CORPORA: dict[str, tuple[Path, Path]] = {
     "holdout10": (HOLDOUT10, HOLDOUT10_JUDGED),
     "holdout11": (HOLDOUT11, HOLDOUT11_JUDGED),
     "holdout12": (HOLDOUT12, HOLDOUT12_JUDGED),
+    "holdout13": (HOLDOUT13, HOLDOUT13_JUDGED),
 }
 CLUSTERS = FIXTURES / "clusters"
 README = ROOT / "README.md"
