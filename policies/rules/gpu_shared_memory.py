@@ -34,7 +34,10 @@ Docker Official Image such as ``ubuntu``, ``busybox`` or ``python``: no CUDA, so
 built on it; policies/data/plain_images.json) or a CUDA sample built on a CUDA base image (NVIDIA's
 k8s-samples, policies/data/no_nccl_images.json) — and whose command and args install nothing and
 start no distributed launcher (``sleep 3600`` in a scheduler demo) has nothing that needs more than
-64 MiB: **info**, without a fix.  A command that installs or launches a framework at run time
+64 MiB: **info**, without a fix.  So is a container whose command starts vLLM (``vllm serve``,
+``python -m vllm.entrypoints…``) with no tensor, pipeline or data parallel size: vLLM's defaults are 1,
+so it runs one process on one GPU whatever the pod requests (the message says how to use them all).
+A command that installs or launches a framework at run time
 (``pip install torch && torchrun …``) keeps the warning.
 
 Failing::
@@ -63,6 +66,7 @@ mount it at ``/dev/shm``; a plain emptyDir already mounted there gets ``medium: 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -203,6 +207,43 @@ def _idle_image(c: ContainerRef) -> str | None:
     return what
 
 
+# vLLM's engine arguments that spread one server over several GPUs (or hand the choice to a config
+# file); without any, tensor_parallel_size, pipeline_parallel_size and data_parallel_size keep their
+# default of 1 (vllm-project/vllm vllm/config/parallel.py ParallelConfig; docs.vllm.ai Engine Arguments).
+_VLLM_PARALLEL_FLAGS = (
+    "--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp", "--data-parallel-size", "-dp",
+    "--data-parallel-size-local", "-dpl", "--config",
+)
+
+
+def _single_gpu_vllm(c: ContainerRef) -> bool:
+    """Whether the container's own command starts a vLLM server with no parallel-size argument (so on
+    one GPU); False whenever a shell variable or an argument gpuguard cannot read could add one."""
+    words = [*as_list(c.container.get("command")), *as_list(c.container.get("args"))][:_MAX_COMMAND_WORDS]
+    if not words or not all(isinstance(w, str) and len(w) <= _MAX_WORD_CHARS for w in words):
+        return False
+    tokens = [t for w in words for t in w.split()]
+    runs_vllm = any(t.startswith("vllm.entrypoints.") for t in tokens) or any(
+        a.rsplit("/", 1)[-1] == "vllm" and b == "serve" for a, b in itertools.pairwise(tokens)
+    )
+    if not runs_vllm or any("$" in t for t in tokens):
+        return False
+    return not any(t == f or t.startswith(f + "=") for t in tokens for f in _VLLM_PARALLEL_FLAGS)
+
+
+def _one_gpu_server(c: ContainerRef, gpus: int) -> Violation:
+    return Violation(
+        message=(
+            f"container {c.name!r} uses {gpus} GPUs with only the runtime's 64 MiB /dev/shm, but it starts vLLM "
+            "without --tensor-parallel-size (or a pipeline or data parallel size), so vLLM runs on one GPU with no "
+            f"NCCL traffic; to use all {gpus}, pass --tensor-parallel-size {gpus} and mount an emptyDir with "
+            "medium: Memory at /dev/shm"
+        ),
+        path=c.path,
+        severity=Severity.INFO,
+    )
+
+
 def _idle(c: ContainerRef, gpus: int, what: str) -> Violation:
     return Violation(
         message=(
@@ -247,6 +288,8 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
     idle = _idle_image(c) if found is None else None
     if idle is not None:
         return _idle(c, gpus, idle)
+    if found is None and _single_gpu_vllm(c):
+        return _one_gpu_server(c, gpus)
     if found is None:
         name, volume_ops = _add_volume_ops(ctx)
         at = (*c.path, "volumeMounts") if isinstance(c.container.get("volumeMounts"), list) else c.path

@@ -57,8 +57,9 @@ CORPUS_FLOORS = {
     # Judged as first linted, with holdout11 unchanged: 0.00 / 0.21 / 0.00 / 0.09 / 0.15; 1.00 wherever anything
     # is reported after its two fixed classes (HiveD's scheduler-allocated GPUs, a privileged MIG monitor).
     "holdout12": FLOORS,
-    # Judged as first linted, after the holdout12 fixes: 0.80 / 0.96 / 0.94 / 0.94 / 0.96, the floors.
-    "holdout13": {"none": 0.80, "sample": 0.96, "eks": 0.94, "gke": 0.94, "onprem-mig": 0.95},
+    # Judged as first linted, after the holdout12 fixes: 0.80 / 0.96 / 0.94 / 0.94 / 0.96; 1.00 everywhere after
+    # its one fixed class (vLLM started without a parallel size on a multi-GPU request).
+    "holdout13": FLOORS,
 }
 
 

@@ -530,3 +530,26 @@ def test_shared_memory_of_a_container_without_an_image_is_info() -> None:
     patch["spec"]["template"]["spec"]["containers"][0]["image"] = "vllm/vllm-openai:v0.11.0"
     [f] = findings(patch, "gpu-shared-memory")
     assert f.severity == Severity.WARNING and f.fix
+
+
+@pytest.mark.parametrize(("command", "args", "severity"), [
+    # dell/omnia's KServe predictor: vLLM's API server on 4 GPUs with no parallel size (vLLM's default is 1).
+    (["python3", "-m", "vllm.entrypoints.api_server"], ["--port", "8080", "--model", "m"], Severity.INFO),
+    (["vllm", "serve", "m"], [], Severity.INFO),
+    (["/usr/local/bin/vllm", "serve"], ["m", "--max-model-len", "4096"], Severity.INFO),
+    (["vllm", "serve", "m"], ["--tensor-parallel-size", "4"], Severity.WARNING),
+    (["vllm", "serve", "m"], ["-tp=4"], Severity.WARNING),
+    (["sh", "-c", "vllm serve m --pipeline-parallel-size 2"], [], Severity.WARNING),
+    (["sh", "-c", "vllm serve m $EXTRA_ARGS"], [], Severity.WARNING),  # a variable may add one
+    (["vllm", "serve", "m"], ["--config", "/etc/vllm.yaml"], Severity.WARNING),  # the file may set one
+    (["python", "train.py"], [], Severity.WARNING),
+])
+def test_shared_memory_on_a_vllm_server_that_uses_one_gpu_is_info(
+    command: list[str], args: list[str], severity: Severity
+) -> None:
+    obj = pod(container(image="registry.example.com/vllm-rocm:latest", command=command, args=args,
+                        resources=limits({"nvidia.com/gpu": 4})))
+    [f] = findings(obj, "gpu-shared-memory")
+    assert f.severity is severity, f.message
+    if severity is Severity.INFO:
+        assert "--tensor-parallel-size 4" in f.message and f.fix == ()
