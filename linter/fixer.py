@@ -170,21 +170,13 @@ def _reads_as_patched(before: str, after: str, ops: list[dict[str, Any]], before
     import jsonpatch
 
     try:
-        if _load_11(after) != jsonpatch.apply_patch(_unshared(_load_11(before)), ops):
+        # to_plain gives every node its own copy: an op at one path of the object the API server gets
+        # changes only that path, where YAML aliases made several paths one node.
+        if _load_11(after) != jsonpatch.apply_patch(to_plain(_load_11(before)), ops):
             return False
-        return before_12 is None or bool(_load_12(after) == jsonpatch.apply_patch(_unshared(before_12), ops))
+        return before_12 is None or bool(_load_12(after) == jsonpatch.apply_patch(to_plain(before_12), ops))
     except Exception:
         return False
-
-
-def _unshared(value: Any) -> Any:
-    """``value`` with every node its own: what an op at one path of the object the API server gets
-    changes, where YAML aliases made several paths one node."""
-    if isinstance(value, dict):
-        return {k: _unshared(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_unshared(v) for v in value]
-    return value
 
 
 def _has_aliases(text: str) -> bool:

@@ -22,7 +22,7 @@ from importlib import resources
 from typing import Any
 
 from policies.cuda.knowledge import KnowledgeError, _rows, _version
-from policies.cuda.versions import Version
+from policies.cuda.versions import Version, parse_version
 
 TABLE_FILES = (
     "image_conventions.json",
@@ -58,11 +58,8 @@ class NoNccl:
 
 def _release(text: str) -> tuple[int, ...] | None:
     """``X.Y.Z`` (a leading ``v`` allowed) as numbers; None for any other tag (``latest``, ``0.1-rocm``)."""
-    head = text[1:] if text.startswith("v") else text
-    parts = head.split(".")
-    if len(parts) != 3 or not all(p.isdigit() and len(p) <= 6 for p in parts):
-        return None
-    return tuple(int(p) for p in parts)
+    version = parse_version(text.removeprefix("v"))
+    return version if version is not None and len(version) == 3 else None
 
 
 def no_nccl_tag_matches(row: NoNccl, tag: str | None) -> bool:

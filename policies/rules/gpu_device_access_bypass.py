@@ -219,9 +219,8 @@ def _unnamed_infrastructure(ctx: RuleContext) -> str | None:
     found = operand(ctx.object.kind, ctx.object.cluster_policy_owned, ctx.pod, unrendered=True)
     if found is not None:
         return f"{found.what}: {_BY_DESIGN}"
-    for vol in as_list(ctx.pod.spec.get("volumes")):
-        path = as_dict(as_dict(vol).get("hostPath")).get("path")
-        if isinstance(path, str) and (directory := infrastructure_dir(path)) is not None:
+    for path in _host_paths(ctx):
+        if (directory := infrastructure_dir(path)) is not None:
             return f"the pod mounts {directory}: GPU infrastructure, which sees every GPU by design"
     monitor = _monitor_only(ctx) or _mig_monitor(ctx)
     if monitor is not None:
@@ -243,7 +242,7 @@ def _monitor_only(ctx: RuleContext) -> str | None:
     for c in ctx.pod.containers:
         if as_dict(c.container.get("securityContext")).get("privileged") is True:
             return None
-        env = {e.get("name"): e.get("value") for e in as_list(c.container.get("env")) if isinstance(e, dict)}
+        env = _literal_env(c)
         if env.get(NVIDIA_DEVICE_ENV) in (None, "", "void", "none"):
             continue
         capabilities = env.get("NVIDIA_DRIVER_CAPABILITIES")
@@ -265,13 +264,17 @@ def _mig_monitor(ctx: RuleContext) -> str | None:
     non-privileged container"), as node agents that watch every MIG device do (the device plugin, GFD,
     DCGM exporter, Kepler)."""
     for c in ctx.pod.containers:
-        env = {e.get("name"): e.get("value") for e in as_list(c.container.get("env")) if isinstance(e, dict)}
-        if env.get("NVIDIA_MIG_MONITOR_DEVICES") == "all" and as_dict(
+        if _literal_env(c).get("NVIDIA_MIG_MONITOR_DEVICES") == "all" and as_dict(
             c.container.get("securityContext")
         ).get("privileged") is True:
             return (f"container {c.name!r} asks for the MIG monitor capability (NVIDIA_MIG_MONITOR_DEVICES=all, "
                     "privileged): a GPU monitoring agent, which sees every GPU by design")
     return None
+
+
+def _literal_env(c: ContainerRef) -> dict[Any, Any]:
+    """The container's ``env`` as name → value (None where the value comes from ``valueFrom``)."""
+    return {e.get("name"): e.get("value") for e in as_list(c.container.get("env")) if isinstance(e, dict)}
 
 
 def _host_paths(ctx: RuleContext) -> Iterator[str]:

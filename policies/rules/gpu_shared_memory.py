@@ -194,6 +194,11 @@ _MAX_COMMAND_WORDS = 256
 _MAX_WORD_CHARS = 65536
 
 
+def _command_words(c: ContainerRef) -> list[Any]:
+    """The container's own command and args, bounded to the first ``_MAX_COMMAND_WORDS``."""
+    return [*as_list(c.container.get("command")), *as_list(c.container.get("args"))][:_MAX_COMMAND_WORDS]
+
+
 def _idle_image(c: ContainerRef) -> str | None:
     """What the container's image is, when it carries neither NCCL nor PyTorch and the command sets
     up nothing that needs shared memory; else None."""
@@ -201,7 +206,7 @@ def _idle_image(c: ContainerRef) -> str | None:
     what = without_nccl(image) if isinstance(image, str) else None
     if what is None:
         return None
-    words = [*as_list(c.container.get("command")), *as_list(c.container.get("args"))][:_MAX_COMMAND_WORDS]
+    words = _command_words(c)
     if any(isinstance(w, str) and any(f in w[:_MAX_WORD_CHARS].lower() for f in _FRAMEWORK_WORDS) for w in words):
         return None
     return what
@@ -219,7 +224,7 @@ _VLLM_PARALLEL_FLAGS = (
 def _single_gpu_vllm(c: ContainerRef) -> bool:
     """Whether the container's own command starts a vLLM server with no parallel-size argument (so on
     one GPU); False whenever a shell variable or an argument gpuguard cannot read could add one."""
-    words = [*as_list(c.container.get("command")), *as_list(c.container.get("args"))][:_MAX_COMMAND_WORDS]
+    words = _command_words(c)
     if not words or not all(isinstance(w, str) and len(w) <= _MAX_WORD_CHARS for w in words):
         return False
     tokens = [t for w in words for t in w.split()]

@@ -39,12 +39,12 @@ from policies.config import Config
 from policies.engine import Evaluation
 from policies.facts_build import facts_from_objects
 from policies.images import ImageFacts
+from policies.plaincopy import plain_copy
 from policies.reads import ASPECTS
 from tests.policies.rules.test_rule_fixtures import _images
 from tests.support.bench_modules import bench_module
 from tests.support.evaluation_text import evaluation_lines
 from tests.support.paths import CORPUS, EXAMPLES, FIXTURES
-from tests.support.trees import tree_copy
 
 RULE_FIXTURES = FIXTURES / "rules"
 SEEDS = (1, 2, 3)
@@ -63,10 +63,10 @@ class Group:
     documents: list[Any]
 
     def fresh(self) -> ClusterFacts:
-        return facts_from_objects(tree_copy(self.cluster))
+        return facts_from_objects(plain_copy(self.cluster))
 
     def judge(self, doc: Any, facts: ClusterFacts) -> str:
-        return canonical(evaluate(tree_copy(doc), self.config, facts, self.images))
+        return canonical(evaluate(plain_copy(doc), self.config, facts, self.images))
 
 
 def _documents(path: Path) -> list[Any]:
@@ -172,7 +172,7 @@ def siblings(doc: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
     if not isinstance(doc.get("metadata"), Mapping):
         return
     for what, key, entry, value in SIBLING_CHANGES:
-        copied = tree_copy(doc)
+        copied = plain_copy(doc)
         meta = copied["metadata"]
         if entry is None:
             meta[key] = f"{meta.get(key, 'x')}{value}" if value.startswith("-") else value

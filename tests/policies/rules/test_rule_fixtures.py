@@ -29,9 +29,9 @@ from policies import ClusterFacts, evaluate
 from policies.config import Config
 from policies.facts_build import facts_from_objects
 from policies.images import ImageConfig, ImageLookup
+from policies.plaincopy import plain_copy
 from policies.registry import RULES
 from tests.support.paths import EXAMPLES, FIXTURES
-from tests.support.trees import tree_copy
 
 RULE_FIXTURES = FIXTURES / "rules"
 EXAMPLE_CLUSTER = EXAMPLES / "cluster.yaml"
@@ -71,7 +71,7 @@ def _setup(rule_dir: Path) -> tuple[Config, ClusterFacts]:
         rule_dir / "config.yaml"
     ).exists() else Config()
     cluster = rule_dir / "cluster.yaml" if (rule_dir / "cluster.yaml").exists() else EXAMPLE_CLUSTER
-    facts = facts_from_objects(tree_copy(list(_cluster_objects(cluster))))
+    facts = facts_from_objects(plain_copy(list(_cluster_objects(cluster))))
     return config, facts
 
 
