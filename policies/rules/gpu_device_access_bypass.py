@@ -272,9 +272,14 @@ def _mig_monitor(ctx: RuleContext) -> str | None:
     return None
 
 
-def _literal_env(c: ContainerRef) -> dict[Any, Any]:
-    """The container's ``env`` as name → value (None where the value comes from ``valueFrom``)."""
-    return {e.get("name"): e.get("value") for e in as_list(c.container.get("env")) if isinstance(e, dict)}
+def _literal_env(c: ContainerRef) -> dict[str, Any]:
+    """The container's ``env`` as name → value (None where the value comes from ``valueFrom``); entries
+    whose name is no string (the API server refuses them) are left out."""
+    return {
+        name: e.get("value")
+        for e in as_list(c.container.get("env"))
+        if isinstance(e, dict) and isinstance(name := e.get("name"), str)
+    }
 
 
 def _host_paths(ctx: RuleContext) -> Iterator[str]:

@@ -212,3 +212,14 @@ def test_a_privileged_mig_monitor_is_gpu_infrastructure_in_a_lint_run(
     assert found and max(f.severity for f in found) is severity, found
     at_admission = [f for f in evaluate(obj).findings if f.rule == "gpu-device-access-bypass"]
     assert max(f.severity for f in at_admission) is Severity.ERROR  # a tenant could ask for it too
+
+
+def test_env_entries_of_any_shape_never_fail_the_infrastructure_checks() -> None:
+    from policies.env_sources import EnvSources
+
+    env: list[Any] = [{"name": ["NVIDIA_VISIBLE_DEVICES"], "value": "all"}, {"name": {"a": 1}, "value": "all"},
+                      {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+                      {"name": "NVIDIA_MIG_MONITOR_DEVICES", "value": ["all"]}, "x", None]
+    obj = _monitor(env, securityContext={"privileged": True})
+    rules = {f.rule for f in evaluate(obj, env_sources=EnvSources()).findings}
+    assert "gpu-check-failed" not in rules and "gpu-device-access-bypass" in rules
