@@ -22,6 +22,8 @@ Conventions, in the order they are tried:
 * ``tensorflow`` — ``tensorflow/tensorflow:<version>-gpu[-jupyter]``;
 * ``ray-cu`` — ``rayproject/{ray,ray-ml,ray-llm}:…-cuXY[-<arch>]`` (``-gpu`` and ray-ml's bare tags
   alias a per-release default platform that is not known for every release: not resolved);
+* ``ray-cpu`` — ``rayproject/{ray,ray-ml}:…-cpu[-<arch>]`` and ``rayproject/ray`` tags without a
+  platform (an alias of ``-cpu``): ``no-cuda``;
 * ``paddle``, ``paddle-dev`` — ``paddlepaddle/paddle:…-cudaX.Y-…`` and ``:cudaXYZ-dev``;
 * ``gcp-hf-dlc`` — Google Cloud's Hugging Face DLCs ``huggingface-<product>-cuXYZ.<version>…``;
 * ``plain-os`` — Docker Official Images of operating systems and Python: ``no-cuda``;
@@ -187,7 +189,8 @@ def _tensorflow(ref: ImageRef) -> Offline | None:
 def _ray(ref: ImageRef) -> Offline | None:
     if not (_on_docker_hub(ref) and ref.repository in ("rayproject/ray", "rayproject/ray-ml", "rayproject/ray-llm")):
         return None
-    for token in (ref.tag or "").split("-"):
+    tokens = (ref.tag or "latest").split("-")
+    for token in tokens:
         m = _RAY_CU.match(token)
         if m:
             return _found(
@@ -196,6 +199,17 @@ def _ray(ref: ImageRef) -> Offline | None:
                 f"{m.group('minor')} base image)",
                 "ray-cu",
             )
+    cpu = "cpu" in tokens[1:]
+    if not cpu and ref.repository == "rayproject/ray" and "gpu" not in tokens[1:]:
+        cpu = True  # Ray's tags without a platform alias -cpu for the ray image only
+    if cpu and ref.repository != "rayproject/ray-llm":
+        return Offline(
+            "no-cuda",
+            source=(
+                f"Ray image {ref.repository}:{ref.tag or 'latest'}: Ray's CPU platform, built on Ubuntu without CUDA"
+            ),
+            convention="ray-cpu",
+        )
     return UNKNOWN
 
 

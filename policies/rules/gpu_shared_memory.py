@@ -27,7 +27,12 @@ A ``hostPath`` of the node's own ``/dev/shm`` is memory-backed too — the node'
 there (systemd src/core/mount-setup.c) — so NCCL has room and no warning is given; but the pod then
 shares the node's shared memory with the node and every other pod that mounts it, and what it
 writes there outlives it, so it is reported as **info**, without a fix (an emptyDir with medium
-Memory gives the pod its own; whether sharing was meant is for a person to say).
+Memory gives the pod its own; whether sharing was meant is for a person to say).  So is a container
+that mounts nothing at /dev/shm in a pod with ``hostIPC: true``: containerd and CRI-O then give it
+the node's ``/dev/shm`` instead of a 64 MiB tmpfs of its own (containerd
+internal/cri/server/container_create.go and podsandbox/sandbox_run_linux.go: with IPC namespace
+mode NODE the container's /dev/shm is the host's; cri-o server/sandbox_run_linux.go: ``if hostIPC
+{ shmPath = libsandbox.DevShmPath }``).  A volume mounted at /dev/shm takes its place in both.
 
 A container whose image carries neither NCCL nor PyTorch — a plain OS or language base image (a
 Docker Official Image such as ``ubuntu``, ``busybox`` or ``python``: no CUDA, so no NCCL, which is
@@ -284,8 +289,24 @@ def _fragment(c: ContainerRef, gpus: int) -> Violation:
     )
 
 
+def _host_ipc(c: ContainerRef, gpus: int) -> Violation:
+    return Violation(
+        message=(
+            f"container {c.name!r} uses {gpus} GPUs in a pod with hostIPC: true, so the runtime gives it the "
+            "node's own /dev/shm: memory-backed, so NCCL and DataLoader workers have room, but shared with the "
+            "node and every pod that uses the node's IPC namespace, and what is written there outlives the pod: "
+            "an emptyDir "
+            "with medium: Memory at /dev/shm gives the pod its own"
+        ),
+        path=c.path,
+        severity=Severity.INFO,
+    )
+
+
 def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation | None:
     found = _shm_mount(c)
+    if found is None and ctx.pod.spec.get("hostIPC") is True:
+        return _host_ipc(c, gpus)
     if found is None and ctx.pod.unseen_bases:
         return _unseen(ctx, c, gpus)
     if found is None and "image" not in c.container and ctx.object.kind in _CONFIG_MANAGED_KINDS:

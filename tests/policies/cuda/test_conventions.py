@@ -91,7 +91,7 @@ def test_plain_official_images_need_no_cuda(image: str) -> None:
         "rayproject/ray:2.37.0-gpu",  # alias of a per-release default platform: not known for every release
         "rayproject/ray-ml:2.46.0.0e19ea-py39",
         "rayproject/ray-ml:2.46.0.0e19ea-py39-gpu",
-        "rayproject/ray:2.37.0",
+        "rayproject/ray-llm:2.46.0-py311",  # ray-llm is published for CUDA only, never -cpu
         "quay.io/rayproject/ray:2.9.0-py310-cu118",  # not the published repository
         "nvcr.io/nvidia/k8s/cuda-sample:vectoradd",
         "ghcr.io/nvidia/k8s-samples:nbody-v0.7-8d103163",  # git SHA tags
@@ -183,3 +183,23 @@ def test_tgi_dlc_on_cuda_12_4_carries_the_understatement_caveat() -> None:
     assert "nvidia/cuda:12.1.0-base" in offline_cuda(name).caveat
     older = name.replace("cu124.2-4", "cu121.2-2")
     assert offline_cuda(older).caveat == ""
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "rayproject/ray:2.37.0",  # no platform: an alias of -cpu for the ray image
+        "rayproject/ray:2.9.0-py310",
+        "rayproject/ray:latest",
+        "rayproject/ray",
+        "rayproject/ray:2.40.0-extra-py311-cpu-aarch64",
+        "docker.io/rayproject/ray:nightly-py39-cpu",
+        "rayproject/ray-ml:2.9.0-cpu",
+    ],
+)
+def test_rays_cpu_images_need_none(image: str) -> None:
+    """ray-project/ray ci/ray_ci/docker_container.py: -cpu images are built on Ubuntu, and a ray tag
+    without a platform aliases -cpu (ray-ml's aliases -gpu, which stays unknown)."""
+    found = offline_cuda(image)
+    assert found.status == "no-cuda" and found.cuda is None and found.convention == "ray-cpu"
+    assert "CPU platform" in found.source

@@ -80,6 +80,7 @@ def test_rows_strictly_ordered(name: str) -> None:
         ("vllm/vllm-openai:v0.10.0", "vllm"),
         ("tensorflow/tensorflow:2.13.0-gpu", "tensorflow"),
         ("rayproject/ray-llm:2.52.0-py311-cu128", "ray-cu"),
+        ("rayproject/ray:2.52.0-py311-cpu", "ray-cpu"),
         ("paddlepaddle/paddle:3.0.0b2-gpu-cuda11.8-cudnn8.6-trt8.5", "paddle"),
         ("paddlepaddle/paddle:cuda126-dev", "paddle-dev"),
         ("us-docker.pkg.dev/deeplearning-platform-release/gcr.io/huggingface-text-embeddings-inference-cu122.1-6.ubuntu2204",

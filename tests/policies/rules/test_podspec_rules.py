@@ -401,6 +401,30 @@ def test_a_host_path_at_dev_shm_is_judged_by_what_it_mounts(host_path: str, seve
 
 
 @pytest.mark.parametrize(
+    ("volumes", "mounts", "severity", "says"),
+    [
+        ([], [], Severity.INFO, "hostIPC: true, so the runtime gives it the node's own /dev/shm: memory-backed"),
+        # A volume mounted at /dev/shm takes the place of the node's (containerd: isInCRIMounts).
+        ([{"name": "shm", "emptyDir": {}}], [{"name": "shm", "mountPath": "/dev/shm"}], Severity.WARNING,
+         "but it is disk-backed"),
+        ([{"name": "shm", "emptyDir": {"medium": "Memory"}}], [{"name": "shm", "mountPath": "/dev/shm"}], None, ""),
+    ],
+)
+def test_a_host_ipc_pod_gets_the_nodes_dev_shm(
+    volumes: list[dict[str, Any]], mounts: list[dict[str, Any]], severity: Severity | None, says: str
+) -> None:
+    obj = pod(container(image="nvcr.io/nvidia/pytorch:24.05-py3", resources=limits({"nvidia.com/gpu": 8}),
+                        volumeMounts=mounts), volumes=volumes, hostIPC=True)
+    found = findings(obj, "gpu-shared-memory")
+    assert [f.severity for f in found] == ([severity] if severity is not None else [])
+    if found:
+        assert says in found[0].message
+        assert (found[0].fix == ()) == (severity is Severity.INFO)
+    obj["spec"]["hostIPC"] = False
+    assert [f.severity for f in findings(obj, "gpu-shared-memory")] == ([Severity.WARNING] if severity is not None else [])
+
+
+@pytest.mark.parametrize(
     ("image", "command", "severity"),
     [
         ("busybox:1.36", ["sh", "-c", "sleep 3600"], Severity.INFO),  # KAI-Scheduler's demos
