@@ -262,11 +262,11 @@ def _mig_monitor(ctx: RuleContext) -> str | None:
     the MIG monitor capability (``NVIDIA_MIG_MONITOR_DEVICES=all``, which the runtime grants to privileged
     containers only: NVIDIA/nvidia-container-toolkit's TestMigCapsValidate, "errors when requested in a
     non-privileged container"), as node agents that watch every MIG device do (the device plugin, GFD,
-    DCGM exporter, Kepler)."""
+    DCGM exporter, Kepler).  The toolkit counts a container as privileged when CAP_SYS_ADMIN is in its
+    bounding set (internal/config/image/privileged.go, IsPrivileged), as ``privileged: true`` and an
+    added ``SYS_ADMIN`` both put it there."""
     for c in ctx.pod.containers:
-        if _literal_env(c).get("NVIDIA_MIG_MONITOR_DEVICES") == "all" and as_dict(
-            c.container.get("securityContext")
-        ).get("privileged") is True:
+        if _literal_env(c).get("NVIDIA_MIG_MONITOR_DEVICES") == "all" and _privileged(c):
             return (f"container {c.name!r} asks for the MIG monitor capability (NVIDIA_MIG_MONITOR_DEVICES=all, "
                     "privileged): a GPU monitoring agent, which sees every GPU by design")
     return None

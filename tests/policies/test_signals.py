@@ -193,21 +193,27 @@ def test_gpus_the_hived_scheduler_allocates_are_no_bypass(spec: dict[str, Any], 
         assert "the HiveD scheduler sets when it binds the pod" in found[0].message
 
 
-@pytest.mark.parametrize(("mig_monitor", "privileged", "severity"), [
-    ("all", True, Severity.INFO),  # Kepler's DaemonSet: NVML power readings of every GPU and MIG device
-    ("all", False, Severity.ERROR),  # the runtime refuses the capability to an unprivileged container
-    ("0", True, Severity.ERROR),
-    (None, True, Severity.ERROR),
+_PRIVILEGED = {"privileged": True}
+_SYS_ADMIN = {"capabilities": {"add": ["SYS_ADMIN"]}}
+
+
+@pytest.mark.parametrize(("mig_monitor", "security", "severity"), [
+    ("all", _PRIVILEGED, Severity.INFO),  # Kepler's DaemonSet: NVML power readings of every GPU and MIG device
+    ("all", _SYS_ADMIN, Severity.INFO),  # CAP_SYS_ADMIN in the bounding set: privileged to the toolkit
+    ("all", {"privileged": False}, Severity.ERROR),  # the runtime refuses the capability to an unprivileged one
+    ("all", {"capabilities": {"add": ["SYS_PTRACE"]}}, Severity.ERROR),
+    ("0", _PRIVILEGED, Severity.ERROR),
+    (None, _PRIVILEGED, Severity.ERROR),
 ])
 def test_a_privileged_mig_monitor_is_gpu_infrastructure_in_a_lint_run(
-    mig_monitor: str | None, privileged: bool, severity: Severity
+    mig_monitor: str | None, security: dict[str, Any], severity: Severity
 ) -> None:
     from policies.env_sources import EnvSources
 
     env = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
     if mig_monitor is not None:
         env.append({"name": "NVIDIA_MIG_MONITOR_DEVICES", "value": mig_monitor})
-    obj = _monitor(env, "kepler", securityContext={"privileged": privileged})
+    obj = _monitor(env, "kepler", securityContext=security)
     found = [f for f in evaluate(obj, env_sources=EnvSources()).findings if f.rule == "gpu-device-access-bypass"]
     assert found and max(f.severity for f in found) is severity, found
     at_admission = [f for f in evaluate(obj).findings if f.rule == "gpu-device-access-bypass"]
