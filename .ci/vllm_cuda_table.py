@@ -4,7 +4,8 @@
 
 ``DIR`` holds one sub-directory per vLLM release with the files of that release's git tree that
 decide the image (``docker/Dockerfile`` or ``Dockerfile``, ``.buildkite/release-pipeline.yaml``,
-``.buildkite/scripts/annotate-release.sh``, path separators replaced by ``__``) and a ``.done`` JSON
+``.buildkite/scripts/annotate-release.sh`` or, from 0.21, ``.buildkite/scripts/publish-release-images.sh``,
+path separators replaced by ``__``) and a ``.done`` JSON
 file naming the PyPI sdist they came from (``url``, ``sha256``).  vLLM's sdists are built by
 setuptools-scm from the release tag and carry every tracked file, so they are the tag's tree.
 
@@ -53,12 +54,19 @@ def release_builds(pipeline: str) -> dict[str, tuple[str | None, str]]:
     found: dict[str, tuple[str | None, str]] = {}
     for step in _steps(yaml.safe_load(pipeline)):
         commands = step.get("commands") or [step.get("command")]
+        # Later pipelines (0.21 on) tag the build through a metadata script and push the release
+        # image in a command of their own: the step's pushes name what it builds.
+        pushes = [
+            m.group(1) for c in commands if isinstance(c, str)
+            for m in re.finditer(r"docker push\s+\S*/vllm-release-repo:\$BUILDKITE_COMMIT((?:-\$\(uname -m\))?\S*)", c)
+        ]
         for command in commands:
             if not isinstance(command, str) or "--target vllm-openai" not in command:
                 continue
             tag = re.search(r"--tag\s+\S*/vllm-release-repo:\$BUILDKITE_COMMIT((?:-\$\(uname -m\))?\S*)", command)
             dockerfile = re.search(r"\s-f\s+(\S+)", command)
-            if tag is None or tag.group(1) not in ("", "-$(uname -m)"):
+            suffixes = [tag.group(1)] if tag is not None else pushes
+            if not suffixes or any(x not in ("", "-$(uname -m)") for x in suffixes):
                 continue
             if dockerfile is not None and dockerfile.group(1) not in ("docker/Dockerfile", "Dockerfile"):
                 continue
@@ -110,8 +118,12 @@ def main() -> int:
         per_arch = {arch: cuda or default for arch, (cuda, _) in sorted(builds.items())}
         if any(v is None for v in per_arch.values()):
             continue
-        annotate = directory / ".buildkite__scripts__annotate-release.sh"
-        published = annotate.exists() and "vllm/vllm-openai:v${RELEASE_VERSION}" in annotate.read_text()
+        published = next((
+            script.name.replace("__", "/") for script in (
+                directory / ".buildkite__scripts__annotate-release.sh",
+                directory / ".buildkite__scripts__publish-release-images.sh",  # 0.21 on
+            ) if script.exists() and "vllm/vllm-openai:v${RELEASE_VERSION}" in script.read_text()
+        ), None)
         rel_dockerfile = dockerfile.name.replace("__", "/")
         source = (
             f"vllm-project/vllm v{directory.name}: .buildkite/release-pipeline.yaml (release image step: "
@@ -120,8 +132,7 @@ def main() -> int:
             + f") and {rel_dockerfile} (vllm-openai stage from {base}"
             + (f", ARG CUDA_VERSION={default}" if default else "")
             + ")"
-            + ("; .buildkite/scripts/annotate-release.sh tags it vllm/vllm-openai:v${RELEASE_VERSION}"
-               if published else "")
+            + (f"; {published} tags it vllm/vllm-openai:v${{RELEASE_VERSION}}" if published else "")
             + f"; read from the PyPI sdist {sdist['url'].rsplit('/', 1)[-1]} sha256:{sdist['sha256']}"
         )
         rows.append({"version": directory.name, "cuda": per_arch, "source": source})

@@ -18,6 +18,7 @@ from policies.cuda.conventions import offline_cuda
         ("docker.io/vllm/vllm-openai:v0.8.5", (12, 4, 0)),  # the release pipeline overrides the 12.4.1 default
         ("vllm/vllm-openai:v0.7.3", (12, 1, 0)),
         ("vllm/vllm-openai:v0.20.0", (13, 0, 2)),
+        ("vllm/vllm-openai:v0.26.0", (13, 0, 2)),  # 0.21 on: pushed by the release step, publish-release-images.sh
         ("tensorflow/tensorflow:2.13.0-gpu-jupyter", (11, 8)),
         ("tensorflow/tensorflow:2.16.1-gpu", (12, 3)),
         ("tensorflow/tensorflow:1.15.0-gpu", (10, 0)),
@@ -84,6 +85,7 @@ def test_plain_official_images_need_no_cuda(image: str) -> None:
         "vllm/vllm-openai:latest",  # mutable
         "vllm/vllm-openai:v0.5.4",  # its sdist has no Dockerfile: not read
         "vllm/vllm-openai:v99.0.0",
+        "vllm/vllm-openai:v0.21.0-cu129",  # a variant of the release: not in the table
         "lmcache/vllm-openai:2025-05-05-v1",  # another repository
         "tensorflow/tensorflow:2.13.1-gpu",  # patch releases are not in the tested-configurations table
         "tensorflow/tensorflow:2.13.0",  # CPU image
@@ -132,6 +134,8 @@ def test_names_without_a_sourced_convention_are_unknown(image: str) -> None:
         "rocm/tensorflow:latest",
         "registry.k8s.io/e2e-test-images/agnhost:2.53",
         "gcr.io/k8s-staging-perf-tests/sleep:latest",
+        "registry.k8s.io/pause:3.10",
+        "k8s.gcr.io/pause:3.2",
     ],
 )
 def test_listed_repositories_built_without_cuda_need_none(image: str) -> None:
