@@ -199,10 +199,11 @@ def _ray(ref: ImageRef) -> Offline | None:
                 f"{m.group('minor')} base image)",
                 "ray-cu",
             )
-    cpu = "cpu" in tokens[1:]
-    if not cpu and ref.repository == "rayproject/ray" and "gpu" not in tokens[1:]:
-        cpu = True  # Ray's tags without a platform alias -cpu for the ray image only
-    if cpu and ref.repository != "rayproject/ray-llm":
+    platform = "cpu" if "cpu" in tokens[1:] else "gpu" if "gpu" in tokens[1:] else None
+    # Ray's tags without a platform alias -cpu for the ray image only; ray-llm is built for CUDA only.
+    if (platform == "cpu" and ref.repository != "rayproject/ray-llm") or (
+        platform is None and ref.repository == "rayproject/ray"
+    ):
         return Offline(
             "no-cuda",
             source=(

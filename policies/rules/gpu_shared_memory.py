@@ -295,8 +295,7 @@ def _host_ipc(c: ContainerRef, gpus: int) -> Violation:
             f"container {c.name!r} uses {gpus} GPUs in a pod with hostIPC: true, so the runtime gives it the "
             "node's own /dev/shm: memory-backed, so NCCL and DataLoader workers have room, but shared with the "
             "node and every pod that uses the node's IPC namespace, and what is written there outlives the pod: "
-            "an emptyDir "
-            "with medium: Memory at /dev/shm gives the pod its own"
+            "an emptyDir with medium: Memory at /dev/shm gives the pod its own"
         ),
         path=c.path,
         severity=Severity.INFO,
