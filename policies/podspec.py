@@ -168,6 +168,21 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload(_KUBEFLOW, "PaddleJob", "paddlejobs", ("v1",), _t("/spec/paddleReplicaSpecs/*/template", over="map")),
     Workload(_KUBEFLOW, "XGBoostJob", "xgboostjobs", ("v1",), _t("/spec/xgbReplicaSpecs/*/template", over="map")),
     Workload(_KUBEFLOW, "JAXJob", "jaxjobs", ("v1",), _t("/spec/jaxReplicaSpecs/*/template", over="map")),
+    # pytorch/elastic@bc88e69 kubernetes/api/v1alpha1/elasticjob_types.go: ElasticJobSpec.ReplicaSpecs
+    # is a map of replica type (Worker, Etcd) to kubeflow/common's ReplicaSpec, which holds a
+    # PodTemplateSpec.
+    Workload(
+        "elastic.pytorch.org", "ElasticJob", "elasticjobs", ("v1alpha1",),
+        _t("/spec/replicaSpecs/*/template", over="map"),
+    ),
+    # aws/sagemaker-hyperpod-cli@011ca92 src/sagemaker/hyperpod/training/hyperpod_pytorch_job.py
+    # (group sagemaker.amazonaws.com, v1, plural hyperpodpytorchjobs) and
+    # config/hyperpod_pytorch_job_unified_config.py: replicaSpecs is a list of ReplicaSpec, each
+    # with a name, replicas and a pod template.
+    Workload(
+        "sagemaker.amazonaws.com", "HyperPodPyTorchJob", "hyperpodpytorchjobs", ("v1",),
+        _t("/spec/replicaSpecs/*/template", over="list"),
+    ),
     Workload(
         _KUBEFLOW,
         "Experiment",

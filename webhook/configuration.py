@@ -116,6 +116,27 @@ def workloads(config: Config) -> list[Workload]:
     return list(index_workloads(config.extra_workloads).values())
 
 
+def _outer(location: Location) -> tuple[str, ...] | None:
+    pattern = location.pattern
+    return pattern[: pattern.index("*")] if "*" in pattern else None
+
+
+def _shape_clashes(kinds: list[Workload]) -> frozenset[tuple[str, ...]]:
+    """The collections a wildcard runs over as a list in one kind and as a map in another (an
+    ElasticJob's ``spec.replicaSpecs`` map, a HyperPodPyTorchJob's list): a term for one shape
+    fails on the other, so such terms are scoped to their kind."""
+    shapes: dict[tuple[str, ...], set[str | None]] = {}
+    for workload in kinds:
+        for location in workload.locations:
+            if (outer := _outer(location)) is not None:
+                shapes.setdefault(outer, set()).add(location.wildcard)
+    return frozenset(outer for outer, seen in shapes.items() if len(seen) > 1)
+
+
+def _scoped(term: str, workload: Workload, location: Location, clashes: frozenset[tuple[str, ...]]) -> str:
+    return f"({_kind_test(workload)} ? {term} : [])" if _outer(location) in clashes else term
+
+
 def candidate_terms(config: Config) -> tuple[list[tuple[str, list[str]]], list[tuple[str, str]]]:
     """(CEL list term, kinds) for every pod-spec-like location, deduplicated, in table order; and
     (CEL test, kind) for objects that are always sent: embedded workloads (Katib trialSpec) and
@@ -123,14 +144,17 @@ def candidate_terms(config: Config) -> tuple[list[tuple[str, list[str]]], list[t
     terms: dict[str, list[str]] = {}
     always: list[tuple[str, str]] = []
     config_kinds = {(w.group, w.kind) for w in config.extra_workloads}
-    for workload in workloads(config):
+    table = workloads(config)
+    clashes = _shape_clashes(table)
+    for workload in table:
         for location in workload.locations:
             if location.shape == "object":
                 path = ["object", *(_field(s) for s in location.pattern)]
                 always.append((_guard(path), f"{_label(workload)}: embeds a whole workload; every one with it is sent"))
                 continue
             try:
-                term = _term("object", _candidate_pattern(location), location.wildcard)
+                term = _scoped(_term("object", _candidate_pattern(location), location.wildcard), workload,
+                               location, clashes)
             except GenerationError as exc:
                 if (workload.group, workload.kind) not in config_kinds:
                     raise
@@ -146,12 +170,15 @@ def _metadata_terms(config: Config) -> list[str]:
     """A CEL list of the object's metadata and every pod template's metadata in the kinds of ``rules``."""
     own = "(has(object.metadata) ? [object.metadata] : [])"
     terms: list[str] = [own]
-    for workload in workloads(config):
+    table = workloads(config)
+    clashes = _shape_clashes(table)
+    for workload in table:
         for location in workload.locations:
             if location.shape != "template":
                 continue
             try:
-                term = _term("object", (*location.pattern, "metadata"), location.wildcard)
+                term = _scoped(_term("object", (*location.pattern, "metadata"), location.wildcard), workload,
+                               location, clashes)
             except GenerationError:
                 continue  # such kinds are sent whole (candidate_terms)
             if term not in terms:

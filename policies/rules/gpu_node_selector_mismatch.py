@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from policies.applicability import Applies
-from policies.facts import NodeFacts
+from policies.facts import VOLATILE_LABELS, NodeFacts
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import with_diagnosis
 from policies.scheduling import (
@@ -87,7 +87,12 @@ def _carried(offering: list[GroupVerdict], key: str) -> str:
     for v, nodes in _nodes_for_keys(offering, (key,)):
         pool = v.nodes[0]
         if pool.pool is not None and key not in pool.labels:
-            by_value.setdefault(f"\0{pool.label_domain(key).describe()}", []).append(v.describe())
+            domain = pool.label_domain(key)
+            if key in VOLATILE_LABELS:  # a new node's own name or id: never one a pod can name beforehand
+                shown: str | None = "\0each new node's own value"
+            else:  # a pool whose nodes never carry the key reads like a node without it
+                shown = None if domain.possible_values() == frozenset() else f"\0{domain.describe()}"
+            by_value.setdefault(shown, []).append(v.describe())
         elif len(nodes) == 1 and key not in v.group.varying_labels:
             by_value.setdefault(v.nodes[0].labels.get(key), []).append(v.describe())
         else:
@@ -217,11 +222,27 @@ def check(ctx: RuleContext, diagnosis: Diagnosis) -> Iterator[Violation]:
     found = _selector_findings(spec, cons, offering, what) + _affinity_findings(spec, cons, offering, what)
     if not found:
         # Each part matches some offering node, but not the same one.
-        path: RelPath = ("nodeSelector",) if pod_node_selector(spec) else TERMS_PATH
+        own = pod_node_selector(spec)
+        path: RelPath = ("nodeSelector",) if own else TERMS_PATH
         groups = "; ".join(v.describe() for v in offering)
         found.append(Violation(
-            message=f"nodeSelector and required node affinity together match none of the nodes offering "
-            f"{what} ({groups}), although each alone matches some: make them select the same nodes",
+            message=f"{_parts(own, cons, required_terms(spec) is not None)} together match none of the nodes "
+            f"offering {what} ({groups}), although each alone matches some: make one node satisfy them all",
             path=path,
         ))
     yield from found
+
+
+def _parts(own: Mapping[str, Any], cons: NodeConstraints, affinity: bool) -> str:
+    """What selects the nodes, for the message: ``nodeSelector a=1, b=2``, the RuntimeClass's
+    nodeSelector, the required node affinity."""
+    pairs = ", ".join(f"{text(k)}={text(v)}" for k, v in own.items())
+    parts = [f"nodeSelector {pairs}"] if own else []
+    rc = cons.runtime_class
+    if rc is not None and any(k not in own for k in rc.node_selector):
+        parts.append(f"RuntimeClass {rc.name!r}'s nodeSelector")
+    if affinity:
+        parts.append("the required node affinity")
+    if parts == [f"nodeSelector {pairs}"]:
+        return f"the nodeSelector labels {pairs}"
+    return " and ".join(parts)

@@ -158,6 +158,40 @@ def test_declared_pools_are_nodes_that_can_exist() -> None:
     assert big.rule == "gpu-exceeds-node-capacity" and "node pool 'a100-spot' (scales up on demand)" in big.message
 
 
+def test_a_label_no_pool_node_carries_reads_as_absent() -> None:
+    config = load_config({"nodePools": [A100_POOL]})
+    pod = gpu_pod(tolerations=TOLERATE_GPU, nodeSelector={"nvidia.com/gpu.present": "true"})
+    (mismatch,) = facts_findings(pod, cpu_only(), config)
+    assert ("they carry no nvidia.com/gpu.present label on node pool 'a100-spot' (scales up on demand)"
+            in mismatch.message)
+    assert "with no value" not in mismatch.message
+    pinned = gpu_pod(tolerations=TOLERATE_GPU, nodeSelector={"kubernetes.io/hostname": "gpu-box"})
+    (mismatch,) = facts_findings(pinned, cpu_only(), config)
+    assert ("kubernetes.io/hostname with each new node's own value on node pool 'a100-spot' (scales up on demand)"
+            in mismatch.message)
+
+
+def test_selector_pairs_no_single_node_carries_are_named() -> None:
+    t4 = {**A100_POOL, "name": "t4", "labels": {"cloud.google.com/gke-accelerator": "nvidia-tesla-t4"},
+          "gpuProduct": "Tesla-T4"}
+    config = load_config({"nodePools": [A100_POOL, t4]})
+    both = {"cloud.google.com/gke-accelerator": "nvidia-tesla-t4", "cloud.google.com/gke-spot": "true"}
+    (mismatch,) = facts_findings(gpu_pod(tolerations=TOLERATE_GPU, nodeSelector=both), cpu_only(), config)
+    assert mismatch.path == "/spec/nodeSelector"
+    assert mismatch.message.startswith(
+        "the nodeSelector labels cloud.google.com/gke-accelerator=nvidia-tesla-t4, cloud.google.com/gke-spot=true "
+        "together match none of the nodes offering nvidia.com/gpu")
+    assert "affinity" not in mismatch.message
+    term = {"matchExpressions": [{"key": "cloud.google.com/gke-spot", "operator": "In", "values": ["true"]}]}
+    mixed = gpu_pod(tolerations=TOLERATE_GPU, nodeSelector={"cloud.google.com/gke-accelerator": "nvidia-tesla-t4"},
+                    affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [term]}}})
+    (mismatch,) = facts_findings(mixed, cpu_only(), config)
+    assert mismatch.message.startswith(
+        "nodeSelector cloud.google.com/gke-accelerator=nvidia-tesla-t4 and the required node affinity together "
+        "match none")
+
+
 def test_declared_pool_driver_version_reaches_the_cuda_rule() -> None:
     config = load_config({"nodePools": [A100_POOL]})
     pod = gpu_pod(tolerations=TOLERATE_GPU)

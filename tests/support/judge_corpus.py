@@ -66,6 +66,8 @@ HOLDOUT12 = CORPUS / "holdout12"
 HOLDOUT12_JUDGED = FIXTURES / "corpus-holdout12-judged.json"
 HOLDOUT13 = CORPUS / "holdout13"
 HOLDOUT13_JUDGED = FIXTURES / "corpus-holdout13-judged.json"
+HOLDOUT14 = CORPUS / "holdout14"
+HOLDOUT14_JUDGED = FIXTURES / "corpus-holdout14-judged.json"
 # Each judged corpus and its judgements: ``fresh`` (what the misreadings were found and fixed on),
 # ``holdout`` (gathered after those fixes; its first-contact misreadings were fixed in turn) and
 # ``holdout2`` (gathered after those; three of its classes fixed in turn) and ``holdout3`` (gathered
@@ -75,7 +77,7 @@ HOLDOUT13_JUDGED = FIXTURES / "corpus-holdout13-judged.json"
 # repositories in no other corpus, judged as first linted) ``holdout8`` (the same, after holdout7's fixes)
 # ``holdout9`` (the same, after holdout8's), ``holdout10`` (the same, after holdout9's), ``holdout11``
 # (the same, after holdout10's), ``holdout12`` (gathered with holdout11 unchanged; two classes fixed in turn)
-# and ``holdout13`` (the same, after holdout12's).
+# ``holdout13`` (the same, after holdout12's) and ``holdout14`` (the same, after holdout13's).
 CORPORA: dict[str, tuple[Path, Path]] = {
     "fresh": (FRESH, JUDGED), "holdout": (HOLDOUT, HOLDOUT_JUDGED), "holdout2": (HOLDOUT2, HOLDOUT2_JUDGED),
     "holdout3": (HOLDOUT3, HOLDOUT3_JUDGED),
@@ -89,6 +91,7 @@ CORPORA: dict[str, tuple[Path, Path]] = {
     "holdout11": (HOLDOUT11, HOLDOUT11_JUDGED),
     "holdout12": (HOLDOUT12, HOLDOUT12_JUDGED),
     "holdout13": (HOLDOUT13, HOLDOUT13_JUDGED),
+    "holdout14": (HOLDOUT14, HOLDOUT14_JUDGED),
 }
 CLUSTERS = FIXTURES / "clusters"
 README = ROOT / "README.md"
