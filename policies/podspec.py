@@ -42,6 +42,7 @@ from policies import pointer
 from policies.argo import POD_TYPES, argo_pod, template_type
 from policies.digest import DERIVED
 from policies.kserve import NO_VIEW, RUNTIME_CONTAINER, KServeView, Merged, llm_bases, runtime_bases
+from policies.mpi_launch import MpiLaunch, launch_of
 from policies.shapes import as_dict, as_list, index_of, small_int, text
 from policies.types import RelPath, Segment
 
@@ -370,6 +371,9 @@ class PodTemplate:
     # object that runs the template sets (a Kubeflow Trainer runtime's ``node`` containers): what
     # the template says of them is a default, and whether they get GPUs is not decided here.
     owner_supplied: tuple[RelPath, ...] = ()
+    # An MPIJob Worker template: what the Launcher's mpirun starts in each of its pods, when it says
+    # (policies.mpi_launch).
+    launch: MpiLaunch | None = None
 
     def spec_origin(self, key: Any) -> str | None:
         """The pointer of the value of spec key ``key`` when it is written outside the template."""
@@ -664,6 +668,7 @@ def extract(
                         containers=tuple(_containers_of(spec)),
                         shm_provided=_ray_shm(node_at(obj, path[:-1])) if loc.ray_shm else (),
                         owner_supplied=trainer_containers(obj, spec) if loc.trainer_runtime else (),
+                        launch=launch_of(obj) if path == _MPI_WORKER and workload.kind == "MPIJob" else None,
                     )
                 )
             elif loc.shape == "argo":
@@ -706,6 +711,9 @@ def extract(
                     )
                 )
     return found
+
+
+_MPI_WORKER: tuple[Segment, ...] = ("spec", "mpiReplicaSpecs", "Worker", "template")
 
 
 def runnable_containers(pod: PodTemplate) -> Iterator[ContainerRef]:

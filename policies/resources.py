@@ -70,9 +70,23 @@ def is_plugin_share_resource(name: str) -> bool:
     return name in PLUGIN_SHARE_RESOURCES
 
 
+# The Intel GPU plugin's monitoring resources: one per node that gives a container every Intel GPU
+# of it, "to allow the container to monitor the GPUs" — ``gpu.intel.com/monitoring`` (i915 and xe
+# together, the default), or ``i915_monitoring`` and ``xe_monitoring`` with ``-monitoring-mode=split``
+# (intel/intel-device-plugins-for-kubernetes@94a91bc cmd/gpu_plugin/gpu_plugin.go monitorSuffix,
+# monitorResourceCombined; cmd/gpu_plugin/monitoring.md).
+INTEL_MONITORING_RESOURCES = frozenset(
+    {"gpu.intel.com/monitoring", "gpu.intel.com/i915_monitoring", "gpu.intel.com/xe_monitoring"}
+)
+
+
+def is_monitoring_resource(name: str) -> bool:
+    return name in INTEL_MONITORING_RESOURCES or name.endswith("_monitoring")
+
+
 def is_gpu_share_resource(name: str) -> bool:
-    """True for quota-like GPU resources (not device counts), incl. ``*_monitoring`` resources."""
-    return name in GPU_SHARE_RESOURCES or name.endswith("_monitoring")
+    """True for quota-like GPU resources (not device counts), incl. the monitoring resources."""
+    return name in GPU_SHARE_RESOURCES or is_monitoring_resource(name)
 
 
 class GpuResourceNames:

@@ -53,7 +53,9 @@ monitor (every container that sets ``NVIDIA_VISIBLE_DEVICES`` asks the NVIDIA ru
 ``utility`` driver capability alone: "required for using nvidia-smi and NVML", not ``compute``,
 "required for CUDA and OpenCL applications", NVIDIA Container Toolkit, Specialized Configurations
 with Docker, Driver Capabilities; none privileged or mounting device nodes) or a privileged container
-asks for the MIG monitor capability (``NVIDIA_MIG_MONITOR_DEVICES=all``, which node agents request), or when it is a GPU
+asks for the MIG monitor capability (``NVIDIA_MIG_MONITOR_DEVICES=all``, which node agents request), or a container
+requests the Intel GPU plugin's monitoring resource (``gpu.intel.com/monitoring``, ``i915_monitoring``,
+``xe_monitoring``: every Intel GPU of the node, for monitoring), or when it is a GPU
 Operator operand by image and shape (policies.operands:
 infrastructure images, or the operator's ``FILLED BY THE OPERATOR`` placeholder, and pods that
 select nodes by ``nvidia.com/gpu.deploy.<operand>``); anywhere else, none of these is an exemption
@@ -93,7 +95,7 @@ from policies.operands import operand
 from policies.placeholders import requests_by_placeholder
 from policies.podresources import container_requests
 from policies.podspec import ContainerRef
-from policies.resources import is_plugin_share_resource
+from policies.resources import INTEL_MONITORING_RESOURCES, is_plugin_share_resource
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import uses_gpu
 from policies.shapes import as_dict, as_list, text
@@ -222,7 +224,7 @@ def _unnamed_infrastructure(ctx: RuleContext) -> str | None:
     for path in _host_paths(ctx):
         if (directory := infrastructure_dir(path)) is not None:
             return f"the pod mounts {directory}: GPU infrastructure, which sees every GPU by design"
-    monitor = _monitor_only(ctx) or _mig_monitor(ctx)
+    monitor = _monitor_only(ctx) or _mig_monitor(ctx) or _intel_monitor(ctx)
     if monitor is not None:
         return monitor
     images = [c.container.get("image") for c in ctx.pod.containers]
@@ -269,6 +271,18 @@ def _mig_monitor(ctx: RuleContext) -> str | None:
         if _literal_env(c).get("NVIDIA_MIG_MONITOR_DEVICES") == "all" and _privileged(c):
             return (f"container {c.name!r} asks for the MIG monitor capability (NVIDIA_MIG_MONITOR_DEVICES=all, "
                     "privileged): a GPU monitoring agent, which sees every GPU by design")
+    return None
+
+
+def _intel_monitor(ctx: RuleContext) -> str | None:
+    """Why the pod is a GPU monitoring agent, or None: a container requests the Intel GPU plugin's
+    monitoring resource, which the plugin answers with every Intel GPU of the node so that the
+    container can monitor them (policies.resources.INTEL_MONITORING_RESOURCES)."""
+    for c in ctx.pod.containers:
+        for name in (*c.resource_map("limits"), *c.resource_map("requests")):
+            if isinstance(name, str) and name in INTEL_MONITORING_RESOURCES:
+                return (f"container {c.name!r} requests {name}, which Intel's GPU plugin answers with every Intel "
+                        "GPU of the node for monitoring: a GPU monitoring agent, which sees every GPU by design")
     return None
 
 

@@ -42,7 +42,9 @@ start no distributed launcher (``sleep 3600`` in a scheduler demo) has nothing t
 64 MiB: **info**, without a fix.  So is a container whose command starts vLLM (``vllm serve``,
 ``python -m vllm.entrypoints…``) with no tensor, pipeline or data parallel size: vLLM's defaults are 1,
 so it runs one process on one GPU whatever the pod requests (the message says how to use them all).
-A command that installs or launches a framework at run time
+So is an MPIJob worker in which the Launcher's ``mpirun`` starts one rank per pod on one GPU
+(``-N 1`` and nccl-tests' ``-g 1 -t 1``, policies.mpi_launch): a single-GPU process has no
+intra-pod NCCL traffic.  A command that installs or launches a framework at run time
 (``pip install torch && torchrun …``) keeps the warning.
 
 Failing::
@@ -78,6 +80,7 @@ from typing import Any
 from policies.applicability import Applies
 from policies.cuda.conventions import without_nccl
 from policies.kserve import merge_maps
+from policies.mpi_launch import MpiLaunch
 from policies.podspec import SHM_PATH, ContainerRef, is_shm_mount, runnable_containers
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import gpu_devices
@@ -254,6 +257,19 @@ def _one_gpu_server(c: ContainerRef, gpus: int) -> Violation:
     )
 
 
+def _one_rank(c: ContainerRef, gpus: int, launch: MpiLaunch) -> Violation:
+    return Violation(
+        message=(
+            f"container {c.name!r} uses {gpus} GPUs with only the runtime's 64 MiB /dev/shm, but the MPIJob's "
+            f"launcher starts one rank per worker on one GPU ({launch.how}): one process, no NCCL traffic inside "
+            f"the pod, and {gpus - 1} of its GPUs idle; to use them all, start {gpus} ranks per worker (or -g "
+            f"{gpus}) and mount an emptyDir with medium: Memory at /dev/shm"
+        ),
+        path=c.path,
+        severity=Severity.INFO,
+    )
+
+
 def _idle(c: ContainerRef, gpus: int, what: str) -> Violation:
     return Violation(
         message=(
@@ -315,6 +331,9 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
         return _idle(c, gpus, idle)
     if found is None and _single_gpu_vllm(c):
         return _one_gpu_server(c, gpus)
+    launch = ctx.pod.launch
+    if found is None and launch is not None and launch.per_pod * launch.gpus_per_process == 1:
+        return _one_rank(c, gpus, launch)
     if found is None:
         name, volume_ops = _add_volume_ops(ctx)
         at = (*c.path, "volumeMounts") if isinstance(c.container.get("volumeMounts"), list) else c.path

@@ -220,6 +220,45 @@ def test_a_privileged_mig_monitor_is_gpu_infrastructure_in_a_lint_run(
     assert max(f.severity for f in at_admission) is Severity.ERROR  # a tenant could ask for it too
 
 
+def _intel_exporter(resource: str, namespace: str | None = None) -> dict[str, Any]:
+    """boxp/lolice's intel-gpu-exporter DaemonSet (tests/corpus/holdout15), with ``resource`` requested."""
+    meta: dict[str, Any] = {"name": "intel-gpu-exporter", **({"namespace": namespace} if namespace else {})}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta, "spec": {
+        "selector": {"matchLabels": {"app": "e"}}, "template": {"metadata": {"labels": {"app": "e"}}, "spec": {
+            "hostPID": True,
+            "containers": [{"name": "exporter", "image": "ghcr.io/onedr0p/intel-gpu-exporter:rolling",
+                            "resources": {"limits": {resource: "1"}}, "securityContext": {"privileged": True},
+                            "volumeMounts": [{"name": "devfs", "mountPath": "/dev/dri"}]}],
+            "volumes": [{"name": "devfs", "hostPath": {"path": "/dev/dri"}}]}}}}
+
+
+@pytest.mark.parametrize(("resource", "severity"), [
+    ("gpu.intel.com/monitoring", Severity.INFO),  # the plugin's default, single monitoring resource
+    ("gpu.intel.com/i915_monitoring", Severity.INFO),  # -monitoring-mode=split
+    ("gpu.intel.com/xe_monitoring", Severity.INFO),
+    ("gpu.intel.com/i915", Severity.ERROR),  # a GPU, not the monitoring resource: privileged sees the others
+])
+def test_an_intel_gpu_monitoring_agent_is_gpu_infrastructure_in_a_lint_run(resource: str, severity: Severity) -> None:
+    from policies.env_sources import EnvSources
+
+    found = [f for f in evaluate(_intel_exporter(resource), env_sources=EnvSources()).findings
+             if f.rule == "gpu-device-access-bypass"]
+    assert sorted(f.path for f in found) == ["/spec/template/spec/containers/0/securityContext/privileged",
+                                             "/spec/template/spec/volumes/0/hostPath/path"]
+    assert {f.severity for f in found} == {severity}, found
+    if severity is Severity.INFO:
+        assert f"requests {resource}, which Intel's GPU plugin answers with every Intel GPU" in found[0].message
+    at_admission = evaluate(_intel_exporter(resource, namespace="tenant")).findings
+    assert max(f.severity for f in at_admission if f.rule == "gpu-device-access-bypass") is Severity.ERROR
+
+
+def test_intel_monitoring_resources_are_no_gpu_counts() -> None:
+    from policies.resources import is_gpu_share_resource
+
+    assert all(is_gpu_share_resource(n) for n in ("gpu.intel.com/monitoring", "gpu.intel.com/xe_monitoring"))
+    assert not is_gpu_share_resource("gpu.intel.com/i915")
+
+
 def test_env_entries_of_any_shape_never_fail_the_infrastructure_checks() -> None:
     from policies.env_sources import EnvSources
 

@@ -68,6 +68,8 @@ HOLDOUT13 = CORPUS / "holdout13"
 HOLDOUT13_JUDGED = FIXTURES / "corpus-holdout13-judged.json"
 HOLDOUT14 = CORPUS / "holdout14"
 HOLDOUT14_JUDGED = FIXTURES / "corpus-holdout14-judged.json"
+HOLDOUT15 = CORPUS / "holdout15"
+HOLDOUT15_JUDGED = FIXTURES / "corpus-holdout15-judged.json"
 # Each judged corpus and its judgements: ``fresh`` (what the misreadings were found and fixed on),
 # ``holdout`` (gathered after those fixes; its first-contact misreadings were fixed in turn) and
 # ``holdout2`` (gathered after those; three of its classes fixed in turn) and ``holdout3`` (gathered
@@ -77,7 +79,8 @@ HOLDOUT14_JUDGED = FIXTURES / "corpus-holdout14-judged.json"
 # repositories in no other corpus, judged as first linted) ``holdout8`` (the same, after holdout7's fixes)
 # ``holdout9`` (the same, after holdout8's), ``holdout10`` (the same, after holdout9's), ``holdout11``
 # (the same, after holdout10's), ``holdout12`` (gathered with holdout11 unchanged; two classes fixed in turn)
-# ``holdout13`` (the same, after holdout12's) and ``holdout14`` (the same, after holdout13's).
+# ``holdout13`` (the same, after holdout12's), ``holdout14`` (the same, after holdout13's) and ``holdout15``
+# (gathered with holdout14; two classes fixed in turn).
 CORPORA: dict[str, tuple[Path, Path]] = {
     "fresh": (FRESH, JUDGED), "holdout": (HOLDOUT, HOLDOUT_JUDGED), "holdout2": (HOLDOUT2, HOLDOUT2_JUDGED),
     "holdout3": (HOLDOUT3, HOLDOUT3_JUDGED),
@@ -92,6 +95,7 @@ CORPORA: dict[str, tuple[Path, Path]] = {
     "holdout12": (HOLDOUT12, HOLDOUT12_JUDGED),
     "holdout13": (HOLDOUT13, HOLDOUT13_JUDGED),
     "holdout14": (HOLDOUT14, HOLDOUT14_JUDGED),
+    "holdout15": (HOLDOUT15, HOLDOUT15_JUDGED),
 }
 CLUSTERS = FIXTURES / "clusters"
 README = ROOT / "README.md"

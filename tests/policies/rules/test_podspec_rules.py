@@ -577,3 +577,24 @@ def test_shared_memory_on_a_vllm_server_that_uses_one_gpu_is_info(
     assert f.severity is severity, f.message
     if severity is Severity.INFO:
         assert "--tensor-parallel-size 4" in f.message and f.fix == ()
+
+
+@pytest.mark.parametrize(("launch", "severity"), [
+    ("mpirun -N 1 /opt/nccl-tests/build/all_reduce_perf -g 1", Severity.INFO),
+    ("mpirun --map-by ppr:8:node all_reduce_perf -g 1", Severity.WARNING),
+    ("mpirun -N 1 all_reduce_perf -g 8", Severity.WARNING),
+    ("mpirun -np 16 python train.py", Severity.WARNING),
+])
+def test_shared_memory_of_an_mpi_worker_running_one_single_gpu_rank_is_info(launch: str, severity: Severity) -> None:
+    gpu = container(image="efa-nccl-tests:latest", resources=limits({"nvidia.com/gpu": 8}))
+    launcher = {"replicas": 1, "template": {"spec": {"containers": [
+        {"name": "l", "image": "efa-nccl-tests:latest", "command": ["/bin/sh", "-c", launch]}]}}}
+    obj = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "j", "namespace": "ml"},
+           "spec": {"slotsPerWorker": 8, "mpiReplicaSpecs": {
+               "Launcher": launcher, "Worker": {"replicas": 2, "template": {"spec": {"containers": [gpu]}}}}}}
+    [f] = findings(obj, "gpu-shared-memory")
+    assert f.severity is severity, f.message
+    if severity is Severity.INFO:
+        assert f.path == "/spec/mpiReplicaSpecs/Worker/template/spec/containers/0"
+        assert "one rank per worker on one GPU (mpirun -N 1; all_reduce_perf -t 1 (default) -g 1)" in f.message
+        assert "7 of its GPUs idle" in f.message and f.fix == ()
