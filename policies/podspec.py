@@ -234,6 +234,16 @@ WORKLOADS: tuple[Workload, ...] = (
         _p("/spec/template", "/spec/worker", "/spec/prefill/template", "/spec/prefill/worker", kserve="llm"),
     ),
     Workload("batch.volcano.sh", "Job", "jobs", ("v1alpha1",), _t("/spec/tasks/*/template", over="list")),
+    # sgl-project/rbg@993491f config/crd/bases/workloads.x-k8s.io_rolebasedgroups.yaml and
+    # api/workloads/*/rolebasedgroup_types.go: each role's inline pod template is ``template`` in
+    # v1alpha1 and under its pattern in v1alpha2 (``standalonePattern``, ``leaderWorkerPattern``: the
+    # base of leader and workers).  A role that names a ``templateRef`` (a roleTemplate patched by
+    # ``templatePatch``) has no inline template and is not judged.
+    Workload(
+        "workloads.x-k8s.io", "RoleBasedGroup", "rolebasedgroups", ("v1alpha1", "v1alpha2"),
+        _t("/spec/roles/*/template", "/spec/roles/*/standalonePattern/template",
+           "/spec/roles/*/leaderWorkerPattern/template", over="list"),
+    ),
     Workload("kaito.sh", "Workspace", "workspaces", ("v1alpha1", "v1beta1"), _t("/inference/template")),
     Workload(
         "apps.nvidia.com",
