@@ -51,6 +51,19 @@ def server(tmp_path_factory: pytest.TempPathFactory, bundle: Bundle) -> Iterator
     stop_server(srv)
 
 
+@pytest.fixture
+def patient_server(tmp_path_factory: pytest.TempPathFactory, bundle: Bundle) -> Iterator[Server]:
+    """The same caps with deadlines no loaded machine reaches: where a test is about the cap alone, a
+    healthy client's first request must not race the head deadline (a /healthz at the cap was closed
+    unanswered in CI twice, at 1 s and again at 2 s, with the test workers competing for the cores)."""
+    srv = start_server(
+        tmp_path_factory.mktemp("srv"), bundle, "--request-timeout", str(DEADLINE), "--handshake-timeout",
+        str(DEADLINE), "--max-connections", str(CAP), "--max-connections-per-source", str(PER_SOURCE),
+    )
+    yield srv
+    stop_server(srv)
+
+
 def tcp(server: Server, source: str = "127.0.0.1") -> socket.socket:
     return socket.create_connection(("127.0.0.1", server.port), timeout=DEADLINE, source_address=(source, 0))
 
@@ -186,17 +199,18 @@ def test_one_source_holds_at_most_its_share(server: Server) -> None:
     assert metric(server, 'gpuguard_connections_rejected_total{reason="too_many_connections_from_source"}')
 
 
-def test_idle_connections_at_the_cap_make_room_for_a_review(server: Server) -> None:
+def test_idle_connections_at_the_cap_make_room_for_a_review(patient_server: Server) -> None:
     """Issue: 1,500 idle sockets filled the cap and no fresh review was answered while they stayed
     open.  At the cap a new connection evicts an idle one, from the address that holds the most."""
+    server = patient_server
     wait_healthy(server)
     held = [tls(server, ATTACKERS[0]) for _ in range(PER_SOURCE)]
     held += [tls(server, ATTACKERS[1]) for _ in range(CAP - PER_SOURCE)]
     try:
         for _ in range(5):  # each review takes a place the idle sockets held
             healthy(server)
-        evicted = [s for s in held[:PER_SOURCE] if closed_by_server(s)]
-        assert evicted, "the biggest holder's idle connections make room first"
+        # the first review found the cap full: the oldest idle connection of the biggest holder made room
+        assert closed_by_server(held[0]), "the biggest holder's idle connections make room first"
     finally:
         for sock in held:
             sock.close()
