@@ -57,6 +57,12 @@ OPTIONS: tuple[Option, ...] = ()
 
 SHARED_SUFFIX = ".shared"
 MIG_PREFIX = "nvidia.com/mig-"
+# NICs that NVIDIA's Network Operator advertises under the nvidia.com/ prefix: its SR-IOV device plugin's
+# documented host-device resource (Mellanox/network-operator@b06827e
+# example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr-full-ocp.yaml: sriovDevicePlugin resourceList
+# ``"resourcePrefix": "nvidia.com", "resourceName": "hostdev"``; HostDeviceNetwork samples use
+# ``resourceName: hostdev``).  Not a GPU name misspelt: no GPU resource is suggested for it.
+NETWORK_RESOURCES = frozenset({"nvidia.com/hostdev"})
 
 
 def _closest(name: str, candidates: Iterable[str]) -> list[str]:
@@ -98,6 +104,12 @@ def _describe(verdicts: Iterable[GroupVerdict]) -> str:
 
 def _message(container: str, unknown: UnknownResource, diagnosis: Diagnosis, ctx: RuleContext) -> str:
     name = unknown.name
+    if name in NETWORK_RESOURCES:
+        where = "no node in the cluster advertises" if not unknown.selected else (
+            f"the nodes its nodeSelector/affinity selects ({_describe(unknown.selected)}) do not advertise")
+        return (f"container {container!r} requests {name}, the NVIDIA Network Operator's host-device NIC "
+                f"(SR-IOV/RDMA) resource, which {where}: the pod stays Pending until the Network Operator "
+                "serves it on the GPU nodes (or drop the request where the nodes have no such NIC)")
     if not unknown.selected:
         available = frozenset(n for n in ctx.facts.resource_names() if ctx.is_gpu(n))
         text = f"container {container!r} requests {name}, which no node in the cluster advertises"

@@ -298,3 +298,17 @@ def test_selecting_another_nodepool_lists_what_the_pools_carry() -> None:
     (mismatch,) = facts_findings(gpu_pod(tolerations=TOLERATE_GPU, nodeSelector={"karpenter.sh/nodepool": "gpu-x"}), facts)
     assert mismatch.rule == "gpu-node-selector-mismatch"
     assert "they carry karpenter.sh/nodepool=gpu on Karpenter NodePool 'gpu' (scales up on demand)" in mismatch.message
+
+
+def test_a_network_operator_nic_is_named_as_one_not_taken_for_a_misspelt_gpu() -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-1"},
+            "status": {"allocatable": {"nvidia.com/gpu": "8"}}}
+    pod = gpu_pod(8)
+    pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/hostdev"] = 8
+    (unknown,) = facts_findings(pod, facts_from_objects([node]))
+    assert unknown.rule == "gpu-resource-unknown" and unknown.path.endswith("/nvidia.com~1hostdev")
+    assert "the NVIDIA Network Operator's host-device NIC (SR-IOV/RDMA) resource" in unknown.message
+    assert "did you mean" not in unknown.message
+    misspelt = gpu_pod(1, resource="nvidia.com/gpus")
+    (typo,) = facts_findings(misspelt, facts_from_objects([node]))
+    assert "did you mean nvidia.com/gpu?" in typo.message

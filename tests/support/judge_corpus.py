@@ -70,6 +70,8 @@ HOLDOUT14 = CORPUS / "holdout14"
 HOLDOUT14_JUDGED = FIXTURES / "corpus-holdout14-judged.json"
 HOLDOUT15 = CORPUS / "holdout15"
 HOLDOUT15_JUDGED = FIXTURES / "corpus-holdout15-judged.json"
+HOLDOUT16 = CORPUS / "holdout16"
+HOLDOUT16_JUDGED = FIXTURES / "corpus-holdout16-judged.json"
 # Each judged corpus and its judgements: ``fresh`` (what the misreadings were found and fixed on),
 # ``holdout`` (gathered after those fixes; its first-contact misreadings were fixed in turn) and
 # ``holdout2`` (gathered after those; three of its classes fixed in turn) and ``holdout3`` (gathered
@@ -80,7 +82,7 @@ HOLDOUT15_JUDGED = FIXTURES / "corpus-holdout15-judged.json"
 # ``holdout9`` (the same, after holdout8's), ``holdout10`` (the same, after holdout9's), ``holdout11``
 # (the same, after holdout10's), ``holdout12`` (gathered with holdout11 unchanged; two classes fixed in turn)
 # ``holdout13`` (the same, after holdout12's), ``holdout14`` (the same, after holdout13's) and ``holdout15``
-# (gathered with holdout14; two classes fixed in turn).
+# (gathered with holdout14; two classes fixed in turn) and ``holdout16`` (after holdout15's fixes).
 CORPORA: dict[str, tuple[Path, Path]] = {
     "fresh": (FRESH, JUDGED), "holdout": (HOLDOUT, HOLDOUT_JUDGED), "holdout2": (HOLDOUT2, HOLDOUT2_JUDGED),
     "holdout3": (HOLDOUT3, HOLDOUT3_JUDGED),
@@ -96,6 +98,7 @@ CORPORA: dict[str, tuple[Path, Path]] = {
     "holdout13": (HOLDOUT13, HOLDOUT13_JUDGED),
     "holdout14": (HOLDOUT14, HOLDOUT14_JUDGED),
     "holdout15": (HOLDOUT15, HOLDOUT15_JUDGED),
+    "holdout16": (HOLDOUT16, HOLDOUT16_JUDGED),
 }
 CLUSTERS = FIXTURES / "clusters"
 README = ROOT / "README.md"
