@@ -14,18 +14,18 @@ Only a launch that says both is read: one ``mpirun``, a nccl-tests program (``*_
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from policies import patterns
 from policies.shapes import as_dict, as_list
 
 _LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "mpiexec.hydra"})
 _PER_NODE_FLAGS = frozenset({"-N", "-npernode", "--npernode", "-ppn", "--ppn", "-perhost"})
 _MAP_BY = frozenset({"--map-by", "-map-by"})
-_PPR_NODE = re.compile(r"ppr:(\d{1,4}):node(?::.*)?", re.ASCII)
-_NCCL_TEST = re.compile(r"[a-z_]{1,40}_perf(?:_mpi)?", re.ASCII)
-_COUNT = re.compile(r"\d{1,4}", re.ASCII)
+_PPR_NODE = patterns.compile(r"ppr:(\d{1,4}):node(?::.*)?")
+_NCCL_TEST = patterns.compile(r"[a-z_]{1,40}_perf(?:_mpi)?")
+_COUNT = patterns.compile(r"\d{1,4}")
 _MAX_WORDS = 256
 _MAX_WORD_CHARS = 65536
 _MAX_TOKENS = 4096
