@@ -587,8 +587,13 @@ def misshapen_templates(
     return found
 
 
+# Pod-spec switches the rules read (gpu-shared-memory: hostIPC; gpu-device-access-bypass: privileged); the
+# API server decodes them as booleans and rejects anything else, so "true" in quotes is no switch at all.
+_POD_FLAGS = ("hostIPC", "hostPID", "hostNetwork")
+
+
 def _misshapen_parts(pod: PodTemplate) -> Iterator[Misshapen]:
-    """Container lists, containers, and the resources the rules read, of one extracted template."""
+    """Container lists, containers, the switches and the resources the rules read, of one extracted template."""
     spec, base = pod.spec, pod.spec_pointer
     lists = ("initContainers", "sidecars") if pod.shape == "argo" else tuple(key for key, _ in CONTAINER_LISTS)
     for key in lists:
@@ -602,7 +607,16 @@ def _misshapen_parts(pod: PodTemplate) -> Iterator[Misshapen]:
         for key in ARGO_CONTAINER_KEYS:
             if spec.get(key) is not None and not isinstance(spec[key], dict):
                 yield Misshapen(pointer.join(base, (key,)), _json_type(spec[key]), "a container (an object)")
+    if pod.shape in ("template", "podspec"):
+        for key in _POD_FLAGS:
+            value = spec.get(key)
+            if value is not None and not isinstance(value, bool):
+                yield Misshapen(pointer.join(base, (key,)), _json_type(value), "a boolean (true or false)")
     for c in pod.containers:
+        privileged = as_dict(c.container.get("securityContext")).get("privileged")
+        if privileged is not None and not isinstance(privileged, bool):
+            yield Misshapen(pointer.join(base, (*c.path, "securityContext", "privileged")), _json_type(privileged),
+                            "a boolean (true or false)")
         resources = c.container.get(c.resources_key)
         where = (*c.path, c.resources_key)
         if resources is not None and not isinstance(resources, dict):

@@ -219,3 +219,19 @@ def test_misshapen_containers_and_resources_are_found_too() -> None:
         {"name": "u", "script": "echo"},
     ]}}
     assert [(m.at, m.found) for m in misshapen_templates(workflow)] == [("/spec/templates/0/sidecars/0", "a number")]
+
+
+def test_switches_the_rules_read_must_be_booleans() -> None:
+    """``hostIPC: "true"`` is no switch: the API server rejects it, and the shared-memory rule would pass
+    it over in silence, so it is an input error (a warning at admission)."""
+    from policies.podspec import misshapen_templates
+
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"template": {"spec": {
+        "hostIPC": "true", "hostNetwork": True, "hostPID": 1,
+        "containers": [{"name": "a", "securityContext": {"privileged": "yes"}},
+                       {"name": "b", "securityContext": {"privileged": False}}]}}}}
+    assert [(m.at, m.found, m.expected) for m in misshapen_templates(deployment)] == [
+        ("/spec/template/spec/hostIPC", "a string", "a boolean (true or false)"),
+        ("/spec/template/spec/hostPID", "a number", "a boolean (true or false)"),
+        ("/spec/template/spec/containers/0/securityContext/privileged", "a string", "a boolean (true or false)"),
+    ]
