@@ -51,6 +51,11 @@ class Requirement:
     native_branch_only: bool
     mvc_floor: Version | None
     forward_drivers: tuple[Version, ...]
+    # Whether a source states the branches forward compatibility accepts for this CUDA version (NGC's
+    # release notes, or an nvidia/cuda image's NVIDIA_REQUIRE_CUDA in cuda_forward_compat.json).  When none
+    # does, a data-center GPU below the native driver may still run it through the image's compat
+    # libraries: that is uncertain, so it counts as forward compatibility (a warning), not as incompatible.
+    forward_stated: bool = True
 
     def describe_native(self) -> str:
         if self.native_branch_only:
@@ -84,12 +89,19 @@ def requirement(resolution: Resolution) -> Requirement | None:
         native_branch_only=row.branch_only,
         mvc_floor=kb.mvc_floor(resolution.version[0]),
         forward_drivers=forward,
+        forward_stated=resolution.datacenter_drivers is not None or kb.states_forward(resolution.version),
     )
 
 
 def accepts_forward(accepted: tuple[Version, ...], driver: Version) -> bool:
     """``470.57`` accepts R470 drivers from 470.57 on; ``470`` accepts every R470 driver."""
     return any(driver[0] == a[0] and driver >= a for a in accepted)
+
+
+def may_forward(req: Requirement, driver: Version) -> bool:
+    """Whether forward compatibility may run ``req`` on a data-center GPU with ``driver``: its branch is
+    one the sources list, or no source lists any (see ``Requirement.forward_stated``)."""
+    return accepts_forward(req.forward_drivers, driver) or not req.forward_stated
 
 
 def classify(req: Requirement, driver: Version | None, product: str | None) -> Mode:
@@ -99,7 +111,7 @@ def classify(req: Requirement, driver: Version | None, product: str | None) -> M
         return Mode.NATIVE
     if req.mvc_floor is not None and driver >= req.mvc_floor:
         return Mode.MINOR
-    if knowledge().is_datacenter(product) and accepts_forward(req.forward_drivers, driver):
+    if knowledge().is_datacenter(product) and may_forward(req, driver):
         return Mode.FORWARD
     return Mode.INCOMPATIBLE
 

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from policies.cuda.compat import Mode, Requirement, accepts_forward, requirement
+from policies.cuda.compat import Mode, Requirement, may_forward, requirement
 from policies.cuda.knowledge import knowledge
 from policies.cuda.need import Need, container_need
 from policies.cuda.require import Check, Start, check
@@ -138,7 +138,7 @@ def device_mode(req: Requirement, need: Need, dd: DeviceDriver) -> tuple[Mode, C
         if req.mvc_floor is not None and dd.driver >= req.mvc_floor:
             return Mode.MINOR, runtime
         if knowledge().is_datacenter(dd.product_label) and (
-            need.informative or accepts_forward(req.forward_drivers, dd.driver)
+            need.informative or may_forward(req, dd.driver)
         ):
             return Mode.FORWARD, runtime
         return Mode.INCOMPATIBLE, runtime

@@ -93,6 +93,10 @@ class Knowledge:
     def forward_drivers(self, cuda: Version) -> tuple[Version, ...]:
         return self.forward.get(major_minor(cuda), ())
 
+    def states_forward(self, cuda: Version) -> bool:
+        """Whether cuda_forward_compat.json has a row for the CUDA version's major.minor."""
+        return major_minor(cuda) in self.forward
+
     def is_datacenter(self, product: str | None) -> bool:
         return bool(product) and any(p.match(product or "") for p in self.datacenter)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from policies.cuda.compat import Mode, Requirement, accepts_forward
+from policies.cuda.compat import Mode, Requirement, may_forward
 from policies.cuda.knowledge import knowledge
 from policies.cuda.need import Need
 from policies.cuda.require import Check, Device, Start, check
@@ -62,7 +62,7 @@ def node_mode(req: Requirement, need: Need, labels: Mapping[str, str]) -> tuple[
         return Mode.MINOR, runtime
     product = labels.get(LABEL_PRODUCT)
     # Not refused by an informative requirement means its branch terms admit this driver.
-    if knowledge().is_datacenter(product) and (need.informative or accepts_forward(req.forward_drivers, driver)):
+    if knowledge().is_datacenter(product) and (need.informative or may_forward(req, driver)):
         return Mode.FORWARD, runtime
     return Mode.INCOMPATIBLE, runtime
 

@@ -274,7 +274,13 @@ def _message_tail(a: Assessment) -> str:
             if any(m.compat_only for m in by_mode)
             else "it runs on every candidate node"
         )
-    return sentence(f"{_needs_text(a)}, {verdict} — " + " | ".join(parts), _noted(_notes(a)))
+    notes = _notes(a)
+    unstated = sorted({r.cuda_text for r in a.reqs.values() if not r.forward_stated})
+    if Mode.FORWARD in by_mode and unstated:
+        notes.append(f"no source gpuguard has states which driver branches CUDA {', '.join(unstated)}'s "
+                     "forward-compatibility package accepts, so whether it starts on those data-center GPUs is "
+                     "not known")
+    return sentence(f"{_needs_text(a)}, {verdict} — " + " | ".join(parts), _noted(notes))
 
 
 def _remediation(a: Assessment, fixed: bool) -> str:

@@ -70,6 +70,8 @@ CORPUS_FLOORS = {
     # finding remains in every context, which no reading of the manifest avoids: a 2-GPU Deployment of a custom
     # image whose own code (in the same repository) runs one process on one GPU; the rest is earned.
     "holdout16": {"none": 0.0, "sample": 0.93, "eks": 0.92, "gke": 0.93, "onprem-mig": 0.90},
+    # Judged as first linted, after the holdout16 changes: 1.00 in every context (1 / 15 / 15 / 12 / 13 earned).
+    "holdout17": FLOORS,
 }
 
 
@@ -209,6 +211,8 @@ HOLDOUTS: tuple[tuple[str, int, int, frozenset[str], bool], ...] = (
                                       "MIT-0__aws-samples__sample-rlinf-on-eks.txt"}), True),
     ("holdout16", 34, 20, frozenset({"MIT__crusoecloud__crusoe-ml-k3s.txt", "MIT__k3d-io__k3d.txt",
                                       "MIT__converged-computing__performance-study.txt"}), True),
+    ("holdout17", 32, 19, frozenset({"MIT__tencentmusic__cube-studio.txt", "MIT__olibartfast__tritonic.txt",
+                                      "MIT__LangGraph-GUI__LangGraph-GUI.txt"}), True),
 )
 PERMISSIVE = {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
 

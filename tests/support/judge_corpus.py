@@ -72,6 +72,8 @@ HOLDOUT15 = CORPUS / "holdout15"
 HOLDOUT15_JUDGED = FIXTURES / "corpus-holdout15-judged.json"
 HOLDOUT16 = CORPUS / "holdout16"
 HOLDOUT16_JUDGED = FIXTURES / "corpus-holdout16-judged.json"
+HOLDOUT17 = CORPUS / "holdout17"
+HOLDOUT17_JUDGED = FIXTURES / "corpus-holdout17-judged.json"
 # Each judged corpus and its judgements: ``fresh`` (what the misreadings were found and fixed on),
 # ``holdout`` (gathered after those fixes; its first-contact misreadings were fixed in turn) and
 # ``holdout2`` (gathered after those; three of its classes fixed in turn) and ``holdout3`` (gathered
@@ -82,7 +84,8 @@ HOLDOUT16_JUDGED = FIXTURES / "corpus-holdout16-judged.json"
 # ``holdout9`` (the same, after holdout8's), ``holdout10`` (the same, after holdout9's), ``holdout11``
 # (the same, after holdout10's), ``holdout12`` (gathered with holdout11 unchanged; two classes fixed in turn)
 # ``holdout13`` (the same, after holdout12's), ``holdout14`` (the same, after holdout13's) and ``holdout15``
-# (gathered with holdout14; two classes fixed in turn) and ``holdout16`` (after holdout15's fixes).
+# (gathered with holdout14; two classes fixed in turn) ``holdout16`` (after holdout15's fixes)
+# and ``holdout17`` (after holdout16's).
 CORPORA: dict[str, tuple[Path, Path]] = {
     "fresh": (FRESH, JUDGED), "holdout": (HOLDOUT, HOLDOUT_JUDGED), "holdout2": (HOLDOUT2, HOLDOUT2_JUDGED),
     "holdout3": (HOLDOUT3, HOLDOUT3_JUDGED),
@@ -99,6 +102,7 @@ CORPORA: dict[str, tuple[Path, Path]] = {
     "holdout14": (HOLDOUT14, HOLDOUT14_JUDGED),
     "holdout15": (HOLDOUT15, HOLDOUT15_JUDGED),
     "holdout16": (HOLDOUT16, HOLDOUT16_JUDGED),
+    "holdout17": (HOLDOUT17, HOLDOUT17_JUDGED),
 }
 CLUSTERS = FIXTURES / "clusters"
 README = ROOT / "README.md"

@@ -51,6 +51,10 @@ def test_ngc_release_notes_driver_list_is_carried() -> None:
         # a self-consistent list is used as written: R470 from 470.57 on (the 12.2 image accepts any R470)
         ("nvcr.io/nvidia/tritonserver:23.08-py3", (470, 57, 2), Mode.FORWARD),
         ("nvcr.io/nvidia/tritonserver:23.08-py3", (470, 42, 1), Mode.INCOMPATIBLE),
+        # CUDA 13.1: the 25.12 notes' list is not used and no nvidia/cuda 13.1 row states one, so on a
+        # data-center GPU forward compatibility is possible but not known: a warning, not incompatible
+        ("nvcr.io/nvidia/tritonserver:25.12-py3", (570, 133, 20), Mode.FORWARD),
+        ("nvcr.io/nvidia/tritonserver:25.12-py3", (470, 256, 2), Mode.FORWARD),
     ],
 )
 def test_forward_compatibility_of_ngc_images(image: str, driver: tuple[int, ...], mode: Mode) -> None:
@@ -59,6 +63,17 @@ def test_forward_compatibility_of_ngc_images(image: str, driver: tuple[int, ...]
     req = requirement(found)
     assert req is not None
     assert classify(req, driver, DC) is mode
+
+
+def test_forward_compatibility_no_source_states_is_possible_on_data_center_gpus_only() -> None:
+    found = resolve("nvcr.io/nvidia/tritonserver:25.12-py3")
+    assert found is not None
+    req = requirement(found)
+    assert req is not None and not req.forward_stated and req.forward_drivers == ()
+    assert classify(req, (570, 133, 20), "NVIDIA-GeForce-RTX-4090") is Mode.INCOMPATIBLE  # no compat there
+    assert classify(req, (590, 44, 1), DC) is Mode.NATIVE
+    stated = requirement(resolve("nvcr.io/nvidia/tritonserver:25.10-py3"))  # 13.0: nvidia/cuda's row
+    assert stated is not None and stated.forward_stated
 
 
 @pytest.mark.parametrize(

@@ -416,3 +416,17 @@ def test_a_pod_whose_selector_matches_no_gpu_node_is_not_judged() -> None:
     ])
     pod = _pod("nvidia/cuda:13.0.2-runtime-ubuntu22.04", nodeSelector={"nvidia.com/gpu.product": "Tesla-T4"})
     assert _findings(pod, facts) == []
+
+
+def test_forward_compatibility_no_source_states_is_a_warning_that_says_so() -> None:
+    """Triton 25.12 (CUDA 13.1.0): NGC's notes list branches they call not forward-compatible and no
+    nvidia/cuda 13.1 image's requirement is recorded, so an R570 data-center GPU may or may not start it:
+    a warning that says why, not an error a webhook in enforce mode would deny it with."""
+    facts = facts_from_objects([_node("h100", "570.133.20", "NVIDIA-H100-80GB-HBM3")])
+    (f,) = _findings(_pod("nvcr.io/nvidia/tritonserver:25.12-py3"), facts)
+    assert f.severity is Severity.WARNING
+    assert "forward compatibility: h100 (NVIDIA-H100-80GB-HBM3) driver 570.133.20" in f.message
+    assert "no source gpuguard has states which driver branches CUDA 13.1.0's forward-compatibility" in f.message
+    consumer = facts_from_objects([_node("rtx", "570.133.20", "NVIDIA-GeForce-RTX-4090")])
+    (g,) = _findings(_pod("nvcr.io/nvidia/tritonserver:25.12-py3"), consumer)
+    assert g.severity is Severity.ERROR and "incompatible" in g.message and "no source" not in g.message
