@@ -180,6 +180,9 @@ def render_text(report: ImageReport) -> str:
         elif req.forward_drivers:
             drivers = ", ".join(format_driver(d) for d in req.forward_drivers)
             lines.append(f"forward compatibility (data-center GPUs): driver {drivers}")
+        elif not req.forward_stated:
+            lines.append("forward compatibility (data-center GPUs): the accepted driver branches are stated by no "
+                         "source gpuguard has, so older drivers may or may not start it")
     for note in need.notes:
         lines.append(f"note: {note}")
     if report.groups is not None:

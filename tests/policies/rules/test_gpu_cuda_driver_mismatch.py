@@ -430,3 +430,12 @@ def test_forward_compatibility_no_source_states_is_a_warning_that_says_so() -> N
     consumer = facts_from_objects([_node("rtx", "570.133.20", "NVIDIA-GeForce-RTX-4090")])
     (g,) = _findings(_pod("nvcr.io/nvidia/tritonserver:25.12-py3"), consumer)
     assert g.severity is Severity.ERROR and "incompatible" in g.message and "no source" not in g.message
+
+
+def test_explain_image_says_when_no_source_states_the_forward_branches(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run_cli("nvcr.io/nvidia/tritonserver:25.12-py3", "--offline") == 0
+    out = capsys.readouterr().out
+    assert ("forward compatibility (data-center GPUs): the accepted driver branches are stated by no source "
+            "gpuguard has") in out
+    assert _run_cli("nvcr.io/nvidia/tritonserver:25.10-py3", "--offline") == 0  # 13.0: nvidia/cuda's branches
+    assert "forward compatibility (data-center GPUs): driver 535, 550, 565, 570, 575" in capsys.readouterr().out
