@@ -40,40 +40,6 @@ from tests.support.paths import CORPUS, FIXTURES, ROOT
 
 FRESH = CORPUS / "fresh"
 JUDGED = FIXTURES / "corpus-judged.json"
-HOLDOUT = CORPUS / "holdout"
-HOLDOUT_JUDGED = FIXTURES / "corpus-holdout-judged.json"
-HOLDOUT2 = CORPUS / "holdout2"
-HOLDOUT2_JUDGED = FIXTURES / "corpus-holdout2-judged.json"
-HOLDOUT3 = CORPUS / "holdout3"
-HOLDOUT3_JUDGED = FIXTURES / "corpus-holdout3-judged.json"
-HOLDOUT4 = CORPUS / "holdout4"
-HOLDOUT4_JUDGED = FIXTURES / "corpus-holdout4-judged.json"
-HOLDOUT5 = CORPUS / "holdout5"
-HOLDOUT5_JUDGED = FIXTURES / "corpus-holdout5-judged.json"
-HOLDOUT6 = CORPUS / "holdout6"
-HOLDOUT6_JUDGED = FIXTURES / "corpus-holdout6-judged.json"
-HOLDOUT7 = CORPUS / "holdout7"
-HOLDOUT7_JUDGED = FIXTURES / "corpus-holdout7-judged.json"
-HOLDOUT8 = CORPUS / "holdout8"
-HOLDOUT8_JUDGED = FIXTURES / "corpus-holdout8-judged.json"
-HOLDOUT9 = CORPUS / "holdout9"
-HOLDOUT9_JUDGED = FIXTURES / "corpus-holdout9-judged.json"
-HOLDOUT10 = CORPUS / "holdout10"
-HOLDOUT10_JUDGED = FIXTURES / "corpus-holdout10-judged.json"
-HOLDOUT11 = CORPUS / "holdout11"
-HOLDOUT11_JUDGED = FIXTURES / "corpus-holdout11-judged.json"
-HOLDOUT12 = CORPUS / "holdout12"
-HOLDOUT12_JUDGED = FIXTURES / "corpus-holdout12-judged.json"
-HOLDOUT13 = CORPUS / "holdout13"
-HOLDOUT13_JUDGED = FIXTURES / "corpus-holdout13-judged.json"
-HOLDOUT14 = CORPUS / "holdout14"
-HOLDOUT14_JUDGED = FIXTURES / "corpus-holdout14-judged.json"
-HOLDOUT15 = CORPUS / "holdout15"
-HOLDOUT15_JUDGED = FIXTURES / "corpus-holdout15-judged.json"
-HOLDOUT16 = CORPUS / "holdout16"
-HOLDOUT16_JUDGED = FIXTURES / "corpus-holdout16-judged.json"
-HOLDOUT17 = CORPUS / "holdout17"
-HOLDOUT17_JUDGED = FIXTURES / "corpus-holdout17-judged.json"
 # Each judged corpus and its judgements: ``fresh`` (what the misreadings were found and fixed on),
 # ``holdout`` (gathered after those fixes; its first-contact misreadings were fixed in turn) and
 # ``holdout2`` (gathered after those; three of its classes fixed in turn) and ``holdout3`` (gathered
@@ -85,24 +51,12 @@ HOLDOUT17_JUDGED = FIXTURES / "corpus-holdout17-judged.json"
 # (the same, after holdout10's), ``holdout12`` (gathered with holdout11 unchanged; two classes fixed in turn)
 # ``holdout13`` (the same, after holdout12's), ``holdout14`` (the same, after holdout13's) and ``holdout15``
 # (gathered with holdout14; two classes fixed in turn) ``holdout16`` (after holdout15's fixes)
-# and ``holdout17`` (after holdout16's).
+# and ``holdout17`` (after holdout16's).  A held-out corpus lives in tests/corpus/<name> and is judged in
+# tests/fixtures/corpus-<name>-judged.json.
+HOLDOUT_NAMES: tuple[str, ...] = ("holdout", *(f"holdout{n}" for n in range(2, 18)))
 CORPORA: dict[str, tuple[Path, Path]] = {
-    "fresh": (FRESH, JUDGED), "holdout": (HOLDOUT, HOLDOUT_JUDGED), "holdout2": (HOLDOUT2, HOLDOUT2_JUDGED),
-    "holdout3": (HOLDOUT3, HOLDOUT3_JUDGED),
-    "holdout4": (HOLDOUT4, HOLDOUT4_JUDGED),
-    "holdout5": (HOLDOUT5, HOLDOUT5_JUDGED),
-    "holdout6": (HOLDOUT6, HOLDOUT6_JUDGED),
-    "holdout7": (HOLDOUT7, HOLDOUT7_JUDGED),
-    "holdout8": (HOLDOUT8, HOLDOUT8_JUDGED),
-    "holdout9": (HOLDOUT9, HOLDOUT9_JUDGED),
-    "holdout10": (HOLDOUT10, HOLDOUT10_JUDGED),
-    "holdout11": (HOLDOUT11, HOLDOUT11_JUDGED),
-    "holdout12": (HOLDOUT12, HOLDOUT12_JUDGED),
-    "holdout13": (HOLDOUT13, HOLDOUT13_JUDGED),
-    "holdout14": (HOLDOUT14, HOLDOUT14_JUDGED),
-    "holdout15": (HOLDOUT15, HOLDOUT15_JUDGED),
-    "holdout16": (HOLDOUT16, HOLDOUT16_JUDGED),
-    "holdout17": (HOLDOUT17, HOLDOUT17_JUDGED),
+    "fresh": (FRESH, JUDGED),
+    **{name: (CORPUS / name, FIXTURES / f"corpus-{name}-judged.json") for name in HOLDOUT_NAMES},
 }
 CLUSTERS = FIXTURES / "clusters"
 README = ROOT / "README.md"
