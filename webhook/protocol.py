@@ -9,7 +9,8 @@ held 615 MB.  This subclass adds, per connection:
   parser buffers them), on the number of headers and on the URL: 431 or 414 and close;
 * a deadline for the head, started when the connection opens or its next request begins (data
   trickled byte by byte does not extend it), and one for the body once the head is in;
-* a cap on open connections: past it, a new connection is closed as soon as it is made.
+* a cap on open connections: past it, a new connection is closed as soon as it is made (on the
+  TLS port ``tls_accepting`` counts them instead, from the TCP connect).
 
 On the TLS port the cap and a handshake deadline also hold before and during the handshake: with
 uvicorn's own TLS (uvloop's server), a connection that never sends a ClientHello was kept for
@@ -85,8 +86,16 @@ class _Rejected(Exception):
         self.reason = reason
 
 
-def guarded_protocol(limits: ConnectionLimits, on_reject: Reject | None = None) -> type[HttpToolsProtocol]:
-    """A protocol class for ``uvicorn.Config(http=...)`` enforcing ``limits``."""
+def guarded_protocol(
+    limits: ConnectionLimits, on_reject: Reject | None = None, *, cap_connections: bool = True
+) -> type[HttpToolsProtocol]:
+    """A protocol class for ``uvicorn.Config(http=...)`` enforcing ``limits``.
+
+    ``cap_connections=False`` where ``tls_accepting`` counts connections in front of it: uvicorn's
+    own set of connections drops an evicted or closing one only once its loss has come up through
+    the TLS layer, a few loop turns later, so a second cap here refused, after its handshake, a
+    connection the gate had just made room for (3 of 1,000 reviews at a full cap, on a loaded
+    machine, were closed unanswered)."""
 
     def reject(reason: str) -> None:
         if on_reject is not None:
@@ -105,7 +114,7 @@ def guarded_protocol(limits: ConnectionLimits, on_reject: Reject | None = None) 
 
         # --- connection ---
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            if len(self.connections) >= limits.max_connections:
+            if cap_connections and len(self.connections) >= limits.max_connections:
                 self._refused = True
                 self.transport = transport
                 reject("too_many_connections")
@@ -364,7 +373,6 @@ class _GuardedTLS(SSLProtocol):
 
 
 def tls_accepting(
-    http: Callable[..., asyncio.Protocol],
     context: ssl.SSLContext,
     limits: ConnectionLimits,
     on_reject: Reject | None = None,
@@ -372,9 +380,10 @@ def tls_accepting(
     """A protocol factory for ``uvicorn.Config(http=...)`` on a port serving TLS itself (uvicorn's
     own ``ssl`` left unset): at most ``limits.max_connections`` connections, handshaking or not
     (per client address at most ``max_connections_per_source``; at the cap, one that serves no
-    request is evicted), and a handshake deadline of ``limits.handshake_timeout``; then ``http``'s
-    protocol over TLS."""
+    request is evicted), and a handshake deadline of ``limits.handshake_timeout``; then
+    ``guarded_protocol``'s HTTP over TLS, with this gate as the only connection count."""
     gate = _Gate(limits)
+    http = guarded_protocol(limits, on_reject, cap_connections=False)
 
     def reject(reason: str) -> None:
         if on_reject is not None:

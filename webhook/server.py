@@ -105,7 +105,7 @@ def run_app(
         lifespan="off",
         timeout_keep_alive=options.keep_alive_seconds,
         server_header=False,
-        http=cast(Any, tls_accepting(guarded_protocol(options.limits, on_reject), context, options.limits, on_reject)),
+        http=cast(Any, tls_accepting(context, options.limits, on_reject)),
     )
     server = uvicorn.Server(uconfig)
     health_server: uvicorn.Server | None = None
