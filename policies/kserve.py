@@ -259,14 +259,24 @@ class Merged:
     mounts: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = ()
     schedules: bool = False
     unseen: tuple[str, ...] = ()
+    # Per container name, what its bases set of the program it runs (PROGRAM_FIELDS).
+    programs: tuple[tuple[str, dict[str, Any]], ...] = ()
 
     def mounts_of(self, container: str) -> tuple[dict[str, Any], ...]:
         return next((m for name, m in self.mounts if name == container), ())
+
+    def program_of(self, container: str) -> dict[str, Any] | None:
+        return next((p for name, p in self.programs if name == container), None)
+
+
+# The fields of a base container that say what it runs; a list in the template replaces the base's.
+PROGRAM_FIELDS = ("image", "command", "args", "env")
 
 
 def _merge(bases: Sequence[Base], unseen: Sequence[str]) -> Merged:
     volumes: dict[Any, dict[str, Any]] = {}
     mounts: dict[str, dict[Any, dict[str, Any]]] = {}
+    programs: dict[str, dict[str, Any]] = {}
     schedules = False
     for base in bases:
         pod = base.pod
@@ -280,6 +290,8 @@ def _merge(bases: Sequence[Base], unseen: Sequence[str]) -> Merged:
             held = mounts.setdefault(c["name"], {})
             for path, mount in _by_key(as_list(c.get("volumeMounts")), "mountPath").items():
                 held[path] = merge_maps(held.get(path, {}), mount)
+            program = programs.setdefault(c["name"], {})
+            program.update((f, c[f]) for f in PROGRAM_FIELDS if f in c)
         schedules = schedules or any(pod.get(f) for f in SCHEDULING_FIELDS)
     return Merged(
         sources=tuple(b.label for b in bases),
@@ -287,6 +299,7 @@ def _merge(bases: Sequence[Base], unseen: Sequence[str]) -> Merged:
         mounts=tuple((name, tuple(m.values())) for name, m in mounts.items()),
         schedules=schedules,
         unseen=tuple(unseen),
+        programs=tuple((name, p) for name, p in programs.items() if p),
     )
 
 

@@ -43,12 +43,16 @@ _TOKEN = patterns.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|<[^<>\n]{1,100}>")
 
 # Where node selection belongs, a value a document asks its reader to fill in: ``your-node-name``,
 # ``YOUR_NODE`` (kubernetes.io's own "kubectl label nodes <your-node-name> …" convention, copied into
-# manifests without the brackets).  A node or label value of that form is a placeholder, not a choice.
-_DOC_PREFIXES = ("your-", "your_")
+# manifests without the brackets), or one that says an overlay or a script replaces it
+# (``replaced-by-kustomize`` in a kustomize base, ``changeme``).  A node or label value of that form is
+# a placeholder, not a choice.
+_DOC_PREFIXES = ("your-", "your_", "replaced-by-", "replaced_by_", "replace-me", "replace_me", "changeme", "change-me")
 
 
 def _doc_placeholder(value: Any) -> str | None:
-    return value if isinstance(value, str) and value[:5].lower() in _DOC_PREFIXES and len(value) <= 128 else None
+    if not isinstance(value, str) or len(value) > 128:
+        return None
+    return value if value.lower().startswith(_DOC_PREFIXES) else None
 
 
 @dataclass(frozen=True, slots=True)

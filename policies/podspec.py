@@ -320,6 +320,9 @@ class ContainerRef:
     # Volume mounts the container gets besides its own (an Argo containerSet's shared volumeMounts):
     # (path relative to the pod spec, mount).
     shared_mounts: tuple[tuple[RelPath, dict[str, Any]], ...] = ()
+    # What the bases an operator merges the container with set of the program it runs (image,
+    # command, args, env: policies.kserve.PROGRAM_FIELDS); the container's own values win.
+    base: dict[str, Any] | None = None
     # Rules read these many times per evaluation; they are resolved once, at construction.
     resources: dict[str, Any] = field(init=False, repr=False, compare=False)
     _maps: dict[str, dict[str, Any]] = field(init=False, repr=False, compare=False)
@@ -463,19 +466,22 @@ def _kserve_bases(
     return None
 
 
-def _with_base_mounts(c: ContainerRef, merged: Merged, loc: Location) -> ContainerRef:
-    """The container with the volume mounts its bases give it: a predictor's ``model`` runs in the
-    runtime's ``kserve-container``; other containers merge with the base container of their name."""
+def _with_bases(c: ContainerRef, merged: Merged, loc: Location) -> ContainerRef:
+    """The container with the volume mounts and the program its bases give it: a predictor's
+    ``model`` runs in the runtime's ``kserve-container``; other containers merge with the base
+    container of their name."""
     if c.kind == "component":
         base_name: Any = RUNTIME_CONTAINER if loc.kserve == "runtime" else None
     elif c.kind == "container":  # init containers merge with the base's init containers, which hold no mount
         base_name = c.container.get("name")
     else:
         base_name = None
-    mounts = merged.mounts_of(base_name) if isinstance(base_name, str) else ()
-    if not mounts:
+    if not isinstance(base_name, str):
         return c
-    return dataclasses.replace(c, shared_mounts=(*c.shared_mounts, *((c.path, m) for m in mounts)))
+    mounts, program = merged.mounts_of(base_name), merged.program_of(base_name)
+    if not mounts and program is None:
+        return c
+    return dataclasses.replace(c, shared_mounts=(*c.shared_mounts, *((c.path, m) for m in mounts)), base=program)
 
 
 SHM_PATH = "/dev/shm"
@@ -707,7 +713,7 @@ def extract(
                         refs.append(ContainerRef((key,), comp, "component"))
                 merged = _kserve_bases(obj, loc, path, node, kserve)
                 if merged is not None:
-                    refs = [_with_base_mounts(c, merged, loc) for c in refs]
+                    refs = [_with_bases(c, merged, loc) for c in refs]
                 found.append(
                     PodTemplate(
                         spec=node,

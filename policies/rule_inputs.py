@@ -18,15 +18,17 @@ the whole spec would never hit twice for them:
 No rule reads any of that.  What they read of these fields, and so what the key keeps:
 
 * environment variables named ``NVIDIA_*`` or ``CUDA_VERSION`` (``policies.cuda.environment``,
-  ``policies.signals.device_env``), whole, and where every entry is (findings point at an
-  entry by its index); the name and value of any other variable are never read;
+  ``policies.signals.device_env``), whole, the names of those a distributed launcher or NCCL reads
+  (``NCCL_*``, ``MASTER_ADDR``…, ``policies.shm_users``), and where every entry is (findings point
+  at an entry by its index); the name and value of any other variable are never read;
 * volume names, only to match a mount at ``/dev/shm`` to its volume and to pick a free ``dshm``
   name for a fix; a volume's ``emptyDir`` and ``hostPath``; never a claim name;
 * annotations under ``gpuguard.io/`` (``policies.cuda.resolve``, ``policies.engine``) and CDI
   annotations and KAI's GPU-share annotations (``policies.signals``).
 
 So the key replaces, in pods, pod templates and bare pod specs (other shapes keep their whole
-spec): an unread variable that is a plain ``{name, value}`` pair by a marker in its place; a
+spec): an unread variable that is a plain ``{name, value}`` pair by a marker in its place (a
+launcher's variable keeps its name, and only its value is the marker); a
 service-account token volume's generated name (and its mounts' references) by one name, unless
 a mount at ``/dev/shm`` names it; string ``hostname``, ``subdomain`` and claim names by markers; and
 drops string-valued annotations outside ``gpuguard.io/``.  Only flat strings are replaced, so the
@@ -42,6 +44,7 @@ from typing import Any
 
 from policies.cuda.environment import relevant as cuda_relevant
 from policies.podspec import PodTemplate, is_shm_mount
+from policies.shm_users import shm_user_variable
 from policies.signals import KAI_CONTAINER, KAI_FRACTION, KAI_MEMORY, RUNAI_ALLOCATED, device_env, is_cdi_annotation
 
 # A generated name: apiserver's ``names.SimpleNameGenerator`` appends five characters of
@@ -90,7 +93,8 @@ def _env(env: list[Any]) -> list[Any]:
             and isinstance(var.get("value", ""), str)
             and not _read_env(name)
         ):
-            out.append(UNREAD)
+            # A launcher's variable is read by its name alone (its value differs per replica: MASTER_ADDR).
+            out.append({**var, "value": UNREAD} if shm_user_variable(name) and "value" in var else UNREAD)
         else:
             out.append(var)
     return out

@@ -107,7 +107,7 @@ def project(pod: PodTemplate) -> tuple[PodTemplate, tuple[dict[str, Any], ...]]:
             if not isinstance(mapping, dict):
                 mapping = c.container
                 kept.append(mapping)
-            refs.append(ContainerRef(c.path, mapping, c.kind, c.resources_key, c.shared_mounts))
+            refs.append(ContainerRef(c.path, mapping, c.kind, c.resources_key, c.shared_mounts, c.base))
         containers, loose = tuple(refs), tuple(kept)
     return _replaced(pod, spec=spec, metadata=metadata, containers=containers), loose
 

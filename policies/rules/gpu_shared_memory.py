@@ -47,6 +47,17 @@ So is an MPIJob worker in which the Launcher's ``mpirun`` starts one rank per po
 intra-pod NCCL traffic.  A command that installs or launches a framework at run time
 (``pip install torch && torchrun …``) keeps the warning.
 
+The warning itself needs something in the manifest that shows several GPU processes or
+shared-memory workers (``policies.shm_users``): a distributed-training kind (PyTorchJob, MPIJob…), a
+framework, server or launcher named in the image, the container's name, its command or args
+(``pytorch``, ``vllm``, ``tritonserver``, ``torchrun``…), an option that sets a parallel degree or a
+process count (``--tensor-parallel-size``, ``--nproc_per_node``), or a variable NCCL or a launcher
+reads (``NCCL_*``, ``MASTER_ADDR``); for a KServe component, what its ServingRuntime runs counts too.
+A multi-GPU container that shows none of these — a custom image with no command — may as well be one
+process on one GPU (a llama.cpp server, a copy of a CUDA sample, one uvicorn worker): **info**,
+without a fix, that says what to mount if it does start several.  Judged on the corpora, that class
+had as many false warnings as earned ones.
+
 Failing::
 
     containers:
@@ -85,6 +96,7 @@ from policies.podspec import SHM_PATH, ContainerRef, is_shm_mount, runnable_cont
 from policies.rule import NeedsFacts, Option, RuleContext
 from policies.rulekit import gpu_devices
 from policies.shapes import as_dict, as_list, text
+from policies.shm_users import shared_memory_user
 from policies.signals import normal_host_path
 from policies.types import RelOp, RelPath, Severity, Violation
 
@@ -270,6 +282,19 @@ def _one_rank(c: ContainerRef, gpus: int, launch: MpiLaunch) -> Violation:
     )
 
 
+def _unknown_program(c: ContainerRef, gpus: int) -> Violation:
+    return Violation(
+        message=(
+            f"container {c.name!r} uses {gpus} GPUs with only the runtime's 64 MiB /dev/shm, and nothing in the pod "
+            f"shows what its image {text(c.container.get('image'), 120)!r} runs (no framework or launcher in its "
+            "image, name, command or env, and not a training job's worker): if it starts several GPU processes "
+            "(NCCL) or DataLoader workers, mount an emptyDir with medium: Memory at /dev/shm"
+        ),
+        path=c.path,
+        severity=Severity.INFO,
+    )
+
+
 def _idle(c: ContainerRef, gpus: int, what: str) -> Violation:
     return Violation(
         message=(
@@ -334,6 +359,9 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
     launch = ctx.pod.launch
     if found is None and launch is not None and launch.per_pod * launch.gpus_per_process == 1:
         return _one_rank(c, gpus, launch)
+    program = c.container if c.base is None else {**c.base, **c.container}
+    if found is None and shared_memory_user(ctx.object.kind, program) is None:
+        return _unknown_program(c, gpus)
     if found is None:
         name, volume_ops = _add_volume_ops(ctx)
         at = (*c.path, "volumeMounts") if isinstance(c.container.get("volumeMounts"), list) else c.path

@@ -25,14 +25,15 @@ from tests.support import judge_corpus as jc
 from tests.support.paths import CORPUS, ROOT
 
 # Precision (earned / judged) per context may not fall below its floor: 0.95 on the corpora whose
-# misreadings were fixed (1.00 on both today), and on holdout2, whose first contact was 0.20 / 0.77 /
-# 0.78 / 0.71 / 0.67, the precision after its three fixed classes (README gives the rest); a fix may
-# only raise them.
+# misreadings were fixed, and on the others the precision after their fixes (README gives the
+# rest); a fix may only raise them.
 FLOORS = {"none": 0.95, "sample": 0.95, "eks": 0.95, "gke": 0.95, "onprem-mig": 0.95}
 CORPUS_FLOORS = {
     "fresh": FLOORS,
     "holdout": FLOORS,
-    "holdout2": {"none": 0.95, "sample": 0.94, "eks": 0.93, "gke": 0.90, "onprem-mig": 0.93},
+    # 1.00 since its kustomize base's ``replaced-by-kustomize`` selector became a placeholder (an
+    # input error), the last of its four false classes.
+    "holdout2": FLOORS,
     # First contact 0.50 / 0.81 / 1.00 / 1.00 / 0.70; 1.00 everywhere after its two fixed classes.
     "holdout3": FLOORS,
     # Judged as first linted, after the holdout3 fixes: 1.00 in every context with findings; without
@@ -47,13 +48,15 @@ CORPUS_FLOORS = {
     # Judged as first linted, after the holdout7 fixes: 0.80 / 0.95 / 1.00 / 1.00 / 0.93; 1.00 everywhere
     # after its one fixed class.
     "holdout8": FLOORS,
-    # Judged as first linted, after the holdout8 fix: 0.50 / 0.96 / 0.96 / 0.95 / 0.96, the floors.
-    "holdout9": {"none": 0.50, "sample": 0.96, "eks": 0.96, "gke": 0.95, "onprem-mig": 0.96},
+    # Judged as first linted, after the holdout8 fix: 0.50 / 0.96 / 0.96 / 0.95 / 0.96; 1.00 everywhere since
+    # gpu-shared-memory asks what a container runs (a private Ollama image with no command shows nothing).
+    "holdout9": FLOORS,
     # Judged as first linted, after the holdout9 changes: 0.67 / 0.91 / 0.90 / 0.92 / 0.83; 1.00 everywhere
     # after its two fixed classes (a GPU monitor with the utility capability alone, AKS's driver installer).
     "holdout10": FLOORS,
-    # Judged as first linted, after the holdout10 fixes: 0.67 / 0.95 / 0.95 / 0.95 / 0.95, the floors.
-    "holdout11": {"none": 0.66, "sample": 0.95, "eks": 0.95, "gke": 0.95, "onprem-mig": 0.95},
+    # Judged as first linted, after the holdout10 fixes: 0.67 / 0.95 / 0.95 / 0.95 / 0.95; 1.00 everywhere since
+    # gpu-shared-memory asks what a container runs (a copy of a CUDA sample on another registry).
+    "holdout11": FLOORS,
     # Judged as first linted, with holdout11 unchanged: 0.00 / 0.21 / 0.00 / 0.09 / 0.15; 1.00 wherever anything
     # is reported after its two fixed classes (HiveD's scheduler-allocated GPUs, a privileged MIG monitor).
     "holdout12": FLOORS,
@@ -66,10 +69,10 @@ CORPUS_FLOORS = {
     # Gathered with holdout14, judged as first linted: 0.67 / 0.89 / 0.86 / 0.87 / 0.86; 1.00 everywhere after its
     # two fixed classes (an MPI worker running one single-GPU rank, an Intel GPU monitoring agent).
     "holdout15": FLOORS,
-    # Judged as first linted, after the holdout15 fixes: 0.00 (0 of 1) / 0.93 / 0.93 / 0.94 / 0.91.  One false
-    # finding remains in every context, which no reading of the manifest avoids: a 2-GPU Deployment of a custom
-    # image whose own code (in the same repository) runs one process on one GPU; the rest is earned.
-    "holdout16": {"none": 0.0, "sample": 0.93, "eks": 0.92, "gke": 0.93, "onprem-mig": 0.90},
+    # Judged as first linted, after the holdout15 fixes: 0.00 (0 of 1) / 0.93 / 0.93 / 0.94 / 0.91; 1.00
+    # wherever anything is reported since gpu-shared-memory asks what a container runs: the 2-GPU Deployment
+    # of a custom image (one process on one GPU, by its own code) shows nothing, and is an info.
+    "holdout16": FLOORS,
     # Judged as first linted, after the holdout16 changes: 1.00 in every context (1 / 15 / 15 / 12 / 13 earned).
     "holdout17": FLOORS,
 }
@@ -136,13 +139,18 @@ def test_judgements_are_keyed_once_and_only_for_judged_severities(records: list[
 
 
 def test_every_context_has_judged_findings(corpus: str, records: list[dict[str, Any]]) -> None:
-    """Every context is judged; only holdout (no facts: its one warning, on a hostIPC pod, is info), holdout4
-    (no facts) and holdout12 (no facts, EKS: after its fixes only the sample's, GKE's and the on-prem
-    cluster's own facts give its workloads errors) have one without any error or warning."""
+    """Every context is judged; only holdout (no facts: its one warning, on a hostIPC pod, is info), holdout2
+    and holdout16 (no facts: their one warning each, on a multi-GPU custom image that shows nothing of what it
+    runs, is info), holdout4 (no facts) and holdout12 (no facts, EKS: after its fixes only the sample's, GKE's
+    and the on-prem cluster's own facts give its workloads errors) have one without any error or warning."""
     per_context, _ = jc.tallies(records)
     assert set(per_context) == set(jc.CONTEXTS) == set(FLOORS)
     empty = {c for c, t in per_context.items() if t.earned + t.false == 0}
-    assert empty == {"holdout": {"none"}, "holdout4": {"none"}, "holdout12": {"none", "eks"}}.get(corpus, set())
+    expected = {"holdout12": {"none", "eks"}}.get(corpus, {"none"} if corpus in _EMPTY_WITHOUT_FACTS else set())
+    assert empty == expected
+
+
+_EMPTY_WITHOUT_FACTS = frozenset({"holdout", "holdout2", "holdout4", "holdout16"})
 
 
 @pytest.mark.parametrize("context", list(FLOORS))

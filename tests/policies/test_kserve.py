@@ -78,7 +78,7 @@ def test_a_config_named_like_a_preset_beside_the_service_replaces_it() -> None:
     assert llm_bases(service, ("template",), NO_VIEW).mounts_of("main")
     own = {"apiVersion": "serving.kserve.io/v1alpha2", "kind": "LLMInferenceServiceConfig",
            "metadata": {"name": "kserve-config-llm-template", "namespace": "team"},
-           "spec": {"template": {"containers": [{"name": "main", "image": "mine"}]}}}
+           "spec": {"template": {"containers": [{"name": "main", "image": "vllm/vllm-openai:v0.10.1"}]}}}
     view = NO_VIEW.nearer(kserve_objects([own]))
     merged = llm_bases(service, ("template",), view)
     assert merged.sources == ("LLMInferenceServiceConfig kserve-config-llm-template",)

@@ -131,8 +131,9 @@ def test_a_sed_token_as_a_gpu_quantity_in_the_cli_is_an_input_error(tmp_path: Pa
 
 
 def test_a_your_value_in_node_selection_is_a_placeholder() -> None:
-    """llm-d-fast-model-actuation's example pins ``kubernetes.io/hostname: your-node-name``: an input
-    error to fill in, not a selector that matches no node."""
+    """llm-d-fast-model-actuation's example pins ``kubernetes.io/hostname: your-node-name``, and
+    accelerated-platforms' kustomize base selects ``cloud.google.com/compute-class:
+    replaced-by-kustomize``: input errors to fill in, not selectors that match no node."""
     from policies import evaluate
     from policies.facts_build import facts_from_objects
     from tests.support.cluster_objects import node
@@ -143,9 +144,10 @@ def test_a_your_value_in_node_selection_is_a_placeholder() -> None:
             "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
 
     facts = facts_from_objects([node("n0", capacity=1, allocatable=1)])
-    for value in ("your-node-name", "YOUR_NODE"):
+    for value in ("your-node-name", "YOUR_NODE", "replaced-by-kustomize", "changeme"):
         ev = evaluate(pod(value), None, facts)
         assert [p.what for p in ev.placeholders] == ["node selector"]
         assert not [f for f in ev.findings if f.rule == "gpu-node-selector-mismatch"]
-    ev = evaluate(pod("yourself-1"), None, facts)  # only the prefix with a separator
-    assert not ev.placeholders and "gpu-node-selector-mismatch" in {f.rule for f in ev.findings}
+    for value in ("yourself-1", "replacement-pool"):  # only the prefix with a separator
+        ev = evaluate(pod(value), None, facts)
+        assert not ev.placeholders and "gpu-node-selector-mismatch" in {f.rule for f in ev.findings}
