@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies import patterns
+from policies.command_words import all_words
 from policies.shapes import as_dict, as_list
 
 _LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "mpiexec.hydra"})
@@ -26,8 +27,6 @@ _MAP_BY = frozenset({"--map-by", "-map-by"})
 _PPR_NODE = patterns.compile(r"ppr:(\d{1,4}):node(?::.*)?")
 _NCCL_TEST = patterns.compile(r"[a-z_]{1,40}_perf(?:_mpi)?")
 _COUNT = patterns.compile(r"\d{1,4}")
-_MAX_WORDS = 256
-_MAX_WORD_CHARS = 65536
 _MAX_TOKENS = 4096
 
 
@@ -40,8 +39,8 @@ class MpiLaunch:
 
 
 def _tokens(container: Any) -> list[str] | None:
-    words = [*as_list(as_dict(container).get("command")), *as_list(as_dict(container).get("args"))]
-    if len(words) > _MAX_WORDS or not all(isinstance(w, str) and len(w) <= _MAX_WORD_CHARS for w in words):
+    words = all_words(container)
+    if words is None:
         return None
     tokens = [t.strip("\"'") for w in words for t in w.split()]
     return tokens if len(tokens) <= _MAX_TOKENS else None

@@ -12,9 +12,8 @@ docker examples pass ``--ipc=host`` or ``--shm-size``).
 
 A container with several GPUs whose program gpuguard cannot see (a custom image with no command)
 may as well be one process on one GPU: a llama.cpp server, a CUDA sample, a notebook.  So the
-evidence is read from what the manifest does show, and each reading is bounded (at most
-``_MAX_WORDS`` words of ``_MAX_WORD_CHARS`` characters, ``_MAX_ENV`` variables; no regular
-expressions):
+evidence is read from what the manifest does show, and each reading is bounded (the command's
+words within ``policies.command_words``' bounds, ``_MAX_ENV`` variables; no regular expressions):
 
 * the workload is a distributed-training job (Kubeflow's PyTorchJob, TFJob, MPIJob, PaddleJob,
   XGBoostJob, JAXJob; TorchElastic's ElasticJob; SageMaker HyperPod's HyperPodPyTorchJob);
@@ -32,6 +31,7 @@ from __future__ import annotations
 import string
 from typing import Any
 
+from policies.command_words import MAX_WORD_CHARS, leading_words
 from policies.shapes import as_dict, as_list
 
 _TRAINING_KINDS = frozenset(
@@ -60,8 +60,6 @@ _ENV_NAMES = frozenset({
     "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "NPROC_PER_NODE", "PET_NPROC_PER_NODE",
     "TENSOR_PARALLEL_SIZE", "NUM_SHARD",
 })
-_MAX_WORDS = 256
-_MAX_WORD_CHARS = 65536
 _MAX_ENV = 256
 
 _SEPARATORS = str.maketrans({c: " " for c in string.punctuation + string.whitespace})
@@ -69,7 +67,7 @@ _SEPARATORS = str.maketrans({c: " " for c in string.punctuation + string.whitesp
 
 def _named(value: str) -> str | None:
     """The framework word or phrase in ``value``, if any."""
-    low = value[:_MAX_WORD_CHARS].lower()
+    low = value[:MAX_WORD_CHARS].lower()
     phrase = next((p for p in _PHRASES if p in low), None)
     if phrase is not None:
         return phrase.strip("_")
@@ -78,15 +76,11 @@ def _named(value: str) -> str | None:
 
 def _flag(words: list[str]) -> str | None:
     for word in words:
-        for token in word[:_MAX_WORD_CHARS].split():
+        for token in word.split():
             name = token.strip("\"'").partition("=")[0]
             if name in _SHORT_FLAGS or (name.startswith("--") and any(p in name for p in _FLAG_PARTS)):
                 return name[:64]
     return None
-
-
-def _strings(values: list[Any]) -> list[str]:
-    return [v for v in values[:_MAX_WORDS] if isinstance(v, str)]
 
 
 def shared_memory_user(kind: str, container: Any) -> str | None:
@@ -100,7 +94,7 @@ def shared_memory_user(kind: str, container: Any) -> str | None:
         return f"its image names {word}"
     if isinstance(name, str) and (word := _named(name)) is not None:
         return f"it is named {word}"
-    words = _strings([*as_list(c.get("command")), *as_list(c.get("args"))])
+    words = leading_words(c)
     if (flag := _flag(words)) is not None:
         return f"its arguments set {flag}"
     if (word := next((w for w in map(_named, words) if w is not None), None)) is not None:

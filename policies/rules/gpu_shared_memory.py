@@ -89,6 +89,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from policies.applicability import Applies
+from policies.command_words import all_words, leading_words
 from policies.cuda.conventions import without_nccl
 from policies.kserve import merge_maps
 from policies.mpi_launch import MpiLaunch
@@ -210,13 +211,6 @@ _FRAMEWORK_WORDS = (
     "install", "conda", "mamba", "torch", "nccl", "deepspeed", "accelerate", "horovod", "mpirun", "jax",
     "tensorflow",
 )
-_MAX_COMMAND_WORDS = 256
-_MAX_WORD_CHARS = 65536
-
-
-def _command_words(c: ContainerRef) -> list[Any]:
-    """The container's own command and args, bounded to the first ``_MAX_COMMAND_WORDS``."""
-    return [*as_list(c.container.get("command")), *as_list(c.container.get("args"))][:_MAX_COMMAND_WORDS]
 
 
 def _idle_image(c: ContainerRef) -> str | None:
@@ -226,8 +220,7 @@ def _idle_image(c: ContainerRef) -> str | None:
     what = without_nccl(image) if isinstance(image, str) else None
     if what is None:
         return None
-    words = _command_words(c)
-    if any(isinstance(w, str) and any(f in w[:_MAX_WORD_CHARS].lower() for f in _FRAMEWORK_WORDS) for w in words):
+    if any(any(f in w.lower() for f in _FRAMEWORK_WORDS) for w in leading_words(c.container)):
         return None
     return what
 
@@ -244,8 +237,8 @@ _VLLM_PARALLEL_FLAGS = (
 def _single_gpu_vllm(c: ContainerRef) -> bool:
     """Whether the container's own command starts a vLLM server with no parallel-size argument (so on
     one GPU); False whenever a shell variable or an argument gpuguard cannot read could add one."""
-    words = _command_words(c)
-    if not words or not all(isinstance(w, str) and len(w) <= _MAX_WORD_CHARS for w in words):
+    words = all_words(c.container)
+    if not words:
         return False
     tokens = [t for w in words for t in w.split()]
     runs_vllm = any(t.startswith("vllm.entrypoints.") for t in tokens) or any(
