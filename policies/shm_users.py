@@ -16,7 +16,11 @@ evidence is read from what the manifest does show, and each reading is bounded (
 words within ``policies.command_words``' bounds, ``_MAX_ENV`` variables; no regular expressions):
 
 * the workload is a distributed-training job (Kubeflow's PyTorchJob, TFJob, MPIJob, PaddleJob,
-  XGBoostJob, JAXJob; TorchElastic's ElasticJob; SageMaker HyperPod's HyperPodPyTorchJob);
+  XGBoostJob, JAXJob; TorchElastic's ElasticJob; SageMaker HyperPod's HyperPodPyTorchJob), or a pod
+  one of them controls: the operators create their pods with a controller reference to the job
+  (kubeflow/training-operator pkg/controller.v1/mpi/mpijob_controller.go ``newWorker``:
+  ``metav1.NewControllerRef(mpiJob, …)``; kubeflow/common's ``CreatePodsWithControllerRef``), so at
+  admission a worker pod is judged as its job was;
 * a word of the image reference, the container's name, its command or args names a
   framework or launcher that runs several GPU processes (``pytorch``, ``torchrun``, ``vllm``,
   ``tritonserver``, ``nccl``…), or training (``train``, ``finetune``);
@@ -83,11 +87,14 @@ def _flag(words: list[str]) -> str | None:
     return None
 
 
-def shared_memory_user(kind: str, container: Any) -> str | None:
-    """What shows that ``container`` (in a workload of ``kind``) runs several GPU processes or
-    shared-memory workers, said for a message ("its command names torchrun"); None when nothing does."""
+def shared_memory_user(kind: Any, container: Any, controller_kind: Any = None) -> str | None:
+    """What shows that ``container`` (in a workload of ``kind``, controlled by one of
+    ``controller_kind``) runs several GPU processes or shared-memory workers, said for a message
+    ("its command names torchrun"); None when nothing does."""
     if kind in _TRAINING_KINDS:
         return f"it is a {kind} worker"
+    if controller_kind in _TRAINING_KINDS:
+        return f"its pod belongs to a {controller_kind}"
     c = as_dict(container)
     image, name = c.get("image"), c.get("name")
     if isinstance(image, str) and (word := _named(image)) is not None:

@@ -29,7 +29,7 @@ from policies.digest import DERIVED, MAX_DEPTH, TooDeep
 from policies.env_sources import EnvSources, SourceState, container_sources
 from policies.podspec import ContainerRef, PodTemplate, node_at
 from policies.rule_inputs import annotations_read, spec_read
-from policies.shapes import as_dict
+from policies.shapes import as_dict, as_list
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +40,7 @@ class ObjectInputs:
     namespace: Any  # ``metadata.namespace`` as given (None without one)
     annotations: Any  # the object's annotations that rules read (policies.rule_inputs.annotations_read)
     cluster_policy_owned: bool  # a GPU Operator ClusterPolicy is its controller (policies.operands)
+    controller_kind: str | None = None  # the kind of its controller (the ownerReference with controller: true)
 
     @property
     def namespace_name(self) -> str:
@@ -182,7 +183,17 @@ def template_inputs(
 def object_inputs(obj: Mapping[str, Any], cluster_policy_owned: bool) -> ObjectInputs:
     meta = as_dict(obj.get("metadata"))
     return ObjectInputs(obj.get("kind"), meta.get("namespace"), annotations_read(meta.get("annotations")),
-                        cluster_policy_owned)
+                        cluster_policy_owned, _controller_kind(meta.get("ownerReferences")))
+
+
+def _controller_kind(refs: Any) -> str | None:
+    """The kind of the controller reference (at most one has ``controller: true``, apimachinery
+    ``metav1.GetControllerOf``), cut to a DNS label's length."""
+    for ref in as_list(refs):
+        ref = as_dict(ref)
+        if ref.get("controller") is True and isinstance(ref.get("kind"), str):
+            return str(ref["kind"])[:63]
+    return None
 
 
 def template_key(pod: PodTemplate, obj: Mapping[str, Any] | None = None, ignored: frozenset[str] = frozenset(),

@@ -353,7 +353,7 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
     if found is None and launch is not None and launch.per_pod * launch.gpus_per_process == 1:
         return _one_rank(c, gpus, launch)
     program = c.container if c.base is None else {**c.base, **c.container}
-    if found is None and shared_memory_user(ctx.object.kind, program) is None:
+    if found is None and shared_memory_user(ctx.object.kind, program, ctx.object.controller_kind) is None:
         return _unknown_program(c, gpus)
     if found is None:
         name, volume_ops = _add_volume_ops(ctx)

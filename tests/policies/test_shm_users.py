@@ -58,6 +58,20 @@ def test_each_reading_is_bounded() -> None:
     assert shared_memory_user("Pod", many) is None
 
 
+def test_a_pod_a_training_job_controls_is_judged_as_the_job() -> None:
+    """At admission a PyTorchJob's worker is a Pod whose controller reference names the job."""
+    assert shared_memory_user("Pod", {"image": "example/app"}, "PyTorchJob") == "its pod belongs to a PyTorchJob"
+    assert shared_memory_user("Pod", {"image": "example/app"}, "ReplicaSet") is None
+    pod = _pod({"image": "example/app:1"})
+    pod["metadata"]["ownerReferences"] = [
+        {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "j", "uid": "u", "controller": True}]
+    [warned] = [f for f in evaluate(pod).findings if f.rule == "gpu-shared-memory"]
+    assert warned.severity is Severity.WARNING
+    pod["metadata"]["ownerReferences"][0]["controller"] = False  # an owner, but not the controller
+    [unknown] = [f for f in evaluate(pod).findings if f.rule == "gpu-shared-memory"]
+    assert unknown.severity is Severity.INFO
+
+
 def test_launcher_variables() -> None:
     assert all(shm_user_variable(n) for n in ("NCCL_DEBUG", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PET_NPROC_PER_NODE"))
     assert not any(shm_user_variable(n) for n in ("RANK", "NCCLX", "HF_TOKEN", "CUDA_VISIBLE_DEVICES"))
