@@ -91,10 +91,10 @@ def shared_memory_user(kind: Any, container: Any, controller_kind: Any = None) -
     """What shows that ``container`` (in a workload of ``kind``, controlled by one of
     ``controller_kind``) runs several GPU processes or shared-memory workers, said for a message
     ("its command names torchrun"); None when nothing does."""
-    if kind in _TRAINING_KINDS:
-        return f"it is a {kind} worker"
-    if controller_kind in _TRAINING_KINDS:
-        return f"its pod belongs to a {controller_kind}"
+    if isinstance(kind, str) and kind in _TRAINING_KINDS:
+        return f"its workload is a training job ({kind})"
+    if isinstance(controller_kind, str) and controller_kind in _TRAINING_KINDS:
+        return f"its pod belongs to a training job ({controller_kind})"
     c = as_dict(container)
     image, name = c.get("image"), c.get("name")
     if isinstance(image, str) and (word := _named(image)) is not None:

@@ -352,16 +352,18 @@ def _check_container(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation 
     launch = ctx.pod.launch
     if found is None and launch is not None and launch.per_pod * launch.gpus_per_process == 1:
         return _one_rank(c, gpus, launch)
-    program = c.container if c.base is None else {**c.base, **c.container}
-    if found is None and shared_memory_user(ctx.object.kind, program, ctx.object.controller_kind) is None:
-        return _unknown_program(c, gpus)
     if found is None:
+        program = c.container if c.base is None else {**c.base, **c.container}
+        why = shared_memory_user(ctx.object.kind, program, ctx.object.controller_kind)
+        if why is None:
+            return _unknown_program(c, gpus)
         name, volume_ops = _add_volume_ops(ctx)
         at = (*c.path, "volumeMounts") if isinstance(c.container.get("volumeMounts"), list) else c.path
         return Violation(
             message=(
-                f"container {c.name!r} uses {gpus} GPUs but has only the runtime's 64 MiB /dev/shm; NCCL and "
-                f"DataLoader workers fail or slow down: mount an emptyDir with medium: Memory at /dev/shm"
+                f"container {c.name!r} uses {gpus} GPUs but has only the runtime's 64 MiB /dev/shm, and {why}: "
+                "NCCL and DataLoader workers fail or slow down there; mount an emptyDir with medium: Memory at "
+                "/dev/shm"
             ),
             path=at,
             fix=(*volume_ops, _add_mount_op(c, name)),

@@ -13,7 +13,7 @@ from policies.types import Severity
 
 
 @pytest.mark.parametrize(("kind", "container", "says"), [
-    ("PyTorchJob", {"image": "registry.example.com/team/app:1"}, "it is a PyTorchJob worker"),
+    ("PyTorchJob", {"image": "registry.example.com/team/app:1"}, "its workload is a training job (PyTorchJob)"),
     ("Deployment", {"image": "nvcr.io/nvidia/pytorch:24.05-py3"}, "its image names pytorch"),
     ("Deployment", {"image": "nvcr.io/nvidia/tritonserver:24.06-trtllm-python-py3"}, "its image names tritonserver"),
     ("Deployment", {"image": "ghcr.io/huggingface/text-generation-inference:3.0"},
@@ -60,7 +60,7 @@ def test_each_reading_is_bounded() -> None:
 
 def test_a_pod_a_training_job_controls_is_judged_as_the_job() -> None:
     """At admission a PyTorchJob's worker is a Pod whose controller reference names the job."""
-    assert shared_memory_user("Pod", {"image": "example/app"}, "PyTorchJob") == "its pod belongs to a PyTorchJob"
+    assert shared_memory_user("Pod", {"image": "example/app"}, "PyTorchJob") == "its pod belongs to a training job (PyTorchJob)"
     assert shared_memory_user("Pod", {"image": "example/app"}, "ReplicaSet") is None
     pod = _pod({"image": "example/app:1"})
     pod["metadata"]["ownerReferences"] = [
@@ -87,7 +87,8 @@ def test_the_rule_warns_only_on_evidence() -> None:
     assert unknown.severity is Severity.INFO and not unknown.fix and "nothing in the pod shows" in unknown.message
     shown = _pod({"image": "example/app:1", "env": [{"name": "WORLD_SIZE", "value": "2"}]})
     [warned] = [f for f in evaluate(shown).findings if f.rule == "gpu-shared-memory"]
-    assert warned.severity is Severity.WARNING and warned.fix
+    assert warned.severity is Severity.WARNING and warned.fix and "and its env sets WORLD_SIZE:" in warned.message
+    assert shared_memory_user(["not", "a", "kind"], {"image": "x"}, {"nor": "this"}) is None
 
 
 def test_a_kserve_runtime_gives_the_program() -> None:

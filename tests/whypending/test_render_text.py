@@ -16,8 +16,9 @@ from whypending.render_text import KIND_WIDTH
 FRAGMENTATION_BLOCK = """\
 ml/big-train: 4 nvidia.com/gpu, priority 500, preemptionPolicy Never, owner Job/big-train, pending for <age>
   static             warning gpu-shared-memory: container 'main' uses 4 GPUs but has only the
-                     runtime's 64 MiB /dev/shm; NCCL and DataLoader workers fail or slow down: mount
-                     an emptyDir with medium: Memory at /dev/shm
+                     runtime's 64 MiB /dev/shm, and its image names pytorch: NCCL and DataLoader
+                     workers fail or slow down there; mount an emptyDir with medium: Memory at
+                     /dev/shm
                      > fix the pod spec; `gpuguard rules RULE` explains each rule
   scheduler          PodScheduled condition
                      - 3 of 10 nodes: not enough nvidia.com/gpu left: the requests of pods already
