@@ -75,6 +75,9 @@ CORPUS_FLOORS = {
     "holdout16": FLOORS,
     # Judged as first linted, after the holdout16 changes: 1.00 in every context (1 / 15 / 15 / 12 / 13 earned).
     "holdout17": FLOORS,
+    # Judged as first linted, after gpu-shared-memory began to ask what a container runs: 1.00 in every context
+    # (3 / 24 / 17 / 19 / 17 earned, none false).
+    "holdout18": FLOORS,
 }
 
 
@@ -221,8 +224,11 @@ HOLDOUTS: tuple[tuple[str, int, int, frozenset[str], bool], ...] = (
                                       "MIT__converged-computing__performance-study.txt"}), True),
     ("holdout17", 32, 19, frozenset({"MIT__tencentmusic__cube-studio.txt", "MIT__olibartfast__tritonic.txt",
                                       "MIT__LangGraph-GUI__LangGraph-GUI.txt"}), True),
+    ("holdout18", 34, 24, frozenset({"Unlicense__onedr0p__home-ops.txt", "CC0-1.0__kedify__examples.txt",
+                                      "MIT-0__aws-samples__sample-genai-on-eks-starter-kit.txt"}), True),
 )
-PERMISSIVE = {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause"}
+# The Unlicense and CC0 1.0 dedicate a work to the public domain (with a permissive fallback licence).
+PERMISSIVE = {"Apache-2.0", "MIT", "MIT-0", "BSD-3-Clause", "BSD-2-Clause", "Unlicense", "CC0-1.0"}
 
 
 @pytest.mark.parametrize("index", range(len(HOLDOUTS)), ids=[h[0] for h in HOLDOUTS])
