@@ -51,10 +51,10 @@ JUDGED = FIXTURES / "corpus-judged.json"
 # (the same, after holdout10's), ``holdout12`` (gathered with holdout11 unchanged; two classes fixed in turn)
 # ``holdout13`` (the same, after holdout12's), ``holdout14`` (the same, after holdout13's) and ``holdout15``
 # (gathered with holdout14; two classes fixed in turn) ``holdout16`` (after holdout15's fixes)
-# ``holdout17`` (after holdout16's) and ``holdout18`` (after gpu-shared-memory began to ask what a
-# container runs).  A held-out corpus lives in tests/corpus/<name> and is judged in
+# ``holdout17`` (after holdout16's), ``holdout18`` (after gpu-shared-memory began to ask what a
+# container runs) and ``holdout19`` (gathered after holdout18, the engine unchanged).  A held-out corpus lives in tests/corpus/<name> and is judged in
 # tests/fixtures/corpus-<name>-judged.json.
-HOLDOUT_NAMES: tuple[str, ...] = ("holdout", *(f"holdout{n}" for n in range(2, 19)))
+HOLDOUT_NAMES: tuple[str, ...] = ("holdout", *(f"holdout{n}" for n in range(2, 20)))
 CORPORA: dict[str, tuple[Path, Path]] = {
     "fresh": (FRESH, JUDGED),
     **{name: (CORPUS / name, FIXTURES / f"corpus-{name}-judged.json") for name in HOLDOUT_NAMES},
