@@ -206,7 +206,9 @@ def _unseen(ctx: RuleContext, c: ContainerRef, gpus: int) -> Violation:
     )
 
 
-# What in a command or args sets up or starts something that uses shared memory at run time.
+# What in a command or args sets up or starts something that uses shared memory at run time.  Narrower
+# than policies.shm_users on purpose: on a plain base image only an install or a launch overrides what
+# the image is, not a word such as "training" in an echo (KAI's fair-share demo runs `sleep` in ubuntu).
 _FRAMEWORK_WORDS = (
     "install", "conda", "mamba", "torch", "nccl", "deepspeed", "accelerate", "horovod", "mpirun", "jax",
     "tensorflow",
