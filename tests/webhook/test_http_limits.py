@@ -40,14 +40,20 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
     return generate_bundle("gpuguard", "gpuguard", tmp_path_factory.mktemp("certs"), extra_sans=LOCAL_SANS)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, bundle: Bundle) -> Iterator[Server]:
+def _capped_server(tmp_path_factory: pytest.TempPathFactory, bundle: Bundle, deadline: float) -> Iterator[Server]:
+    """``gpuguard serve`` with this module's connection caps and ``deadline`` for the request head and
+    the TLS handshake."""
     srv = start_server(
-        tmp_path_factory.mktemp("srv"), bundle, "--request-timeout", str(TIMEOUT), "--handshake-timeout", str(TIMEOUT),
-        "--max-connections", str(CAP), "--max-connections-per-source", str(PER_SOURCE),
+        tmp_path_factory.mktemp("srv"), bundle, "--request-timeout", str(deadline), "--handshake-timeout",
+        str(deadline), "--max-connections", str(CAP), "--max-connections-per-source", str(PER_SOURCE),
     )
     yield srv
     stop_server(srv)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, bundle: Bundle) -> Iterator[Server]:
+    yield from _capped_server(tmp_path_factory, bundle, TIMEOUT)
 
 
 @pytest.fixture
@@ -55,12 +61,7 @@ def patient_server(tmp_path_factory: pytest.TempPathFactory, bundle: Bundle) -> 
     """The same caps with deadlines no loaded machine reaches, for a test about the cap alone.  (A
     /healthz at the cap was closed unanswered in CI twice; the cause was a second connection count
     behind the gate, see test_connection_gate, and not a deadline.)"""
-    srv = start_server(
-        tmp_path_factory.mktemp("srv"), bundle, "--request-timeout", str(DEADLINE), "--handshake-timeout",
-        str(DEADLINE), "--max-connections", str(CAP), "--max-connections-per-source", str(PER_SOURCE),
-    )
-    yield srv
-    stop_server(srv)
+    yield from _capped_server(tmp_path_factory, bundle, DEADLINE)
 
 
 def tcp(server: Server, source: str = "127.0.0.1") -> socket.socket:
